@@ -1,0 +1,176 @@
+"""Decider.decide(features) → Verdict: overrides → decision cache → model (behind the breaker) → rules.
+
+The model is awaited for at most `timeout_ms`; a timeout, an error, a full queue or an open breaker sends
+the request to the rules, so every request gets a decision at predictable latency. Only model verdicts
+are cached. When the model saw only part of a large body, the rules scan the whole of it as well and a
+rules block wins.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+from engine import bundle as bundles
+from engine.batcher import INLINE_BODY_BYTES, Batcher
+from engine.breaker import Breaker
+from engine.cache import DecisionCache
+from engine.errors import EngineError
+from engine.features import Features
+from engine.model import Model
+from engine.verdict import Source, Verdict
+from rules.engine import RuleEngine
+
+log = logging.getLogger("clef.engine")
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    bundle: str | None = None  # bundle folder; None = the default bundle inside the package
+    threads: int = 1  # ONNX Runtime intra-op threads per lane
+    max_batch: int = 16
+    max_queue: int = 1024
+    max_tokens: int | None = None  # token budget; None = the bundle's
+    timeout_ms: float = 800.0
+    cache_ttl_s: float = 600.0
+    cache_max_entries: int = 100_000
+    failures_to_open: int = 5
+    reset_after_s: float = 30.0
+    rules: str | None = None  # ruleset YAML; None = rules/default.yaml
+    overrides: tuple[dict, ...] = ()
+    disabled: bool = False  # decisions off: every request gets the rules' routing label (for benchmarks)
+
+
+class Predictor(Protocol):
+    """What the decider needs of a model: the real one is ModelRunner, tests pass fakes to reach faults."""
+
+    id: str
+
+    def info(self) -> dict[str, Any]: ...
+    async def predict(self, features: Features) -> Verdict: ...
+    async def close(self) -> None: ...
+
+
+class ModelRunner:
+    """A loaded bundle behind the batcher."""
+
+    def __init__(self, model: Model, max_batch: int, max_queue: int):
+        self.model = model
+        self.id = model.id
+        self.batcher = Batcher(model, max_batch=max_batch, max_queue=max_queue)
+
+    @classmethod
+    def load(cls, settings: EngineSettings) -> "ModelRunner":
+        model = Model(bundles.load(settings.bundle), threads=settings.threads, max_tokens=settings.max_tokens)
+        model.warm_up()
+        return cls(model, settings.max_batch, settings.max_queue)
+
+    def info(self) -> dict[str, Any]:
+        return {**self.model.bundle.info(), "max_tokens": self.model.max_tokens}
+
+    async def predict(self, features: Features) -> Verdict:
+        return await self.batcher.predict(features)
+
+    async def close(self) -> None:
+        await self.batcher.close()
+
+
+class Decider:
+    def __init__(
+        self,
+        model: Predictor | None,
+        rules: RuleEngine,
+        settings: EngineSettings = EngineSettings(),
+        clock: Callable[[], float] | None = None,
+        model_error: str | None = None,
+    ):
+        self.model = model
+        self.rules = rules
+        self.settings = settings
+        self.clock = clock or time.monotonic
+        self.cache = DecisionCache(settings.cache_ttl_s, settings.cache_max_entries, clock=self.clock)
+        self.breaker = Breaker(settings.failures_to_open, settings.reset_after_s, clock=self.clock)
+        self.timeout_s = settings.timeout_ms / 1000.0
+        self.model_error = model_error if model is None else None
+        self.counts: Counter[str] = Counter()  # decisions by source
+        self.fallbacks: Counter[str] = Counter()  # rules fallbacks by reason
+
+    @classmethod
+    def create(cls, settings: EngineSettings = EngineSettings(), clock=None, model: Predictor | None = None) -> "Decider":
+        """Load rules and model. A broken bundle does not stop the engine: it decides on rules alone and
+        /health says why. A broken ruleset does stop it (RuleError): it is the last line of defence."""
+        rules = RuleEngine.load(settings.rules, overrides=settings.overrides)
+        error = None
+        if model is None and not settings.disabled:
+            try:
+                model = ModelRunner.load(settings)
+            except EngineError as err:
+                error = str(err)
+                log.error("model unavailable, deciding on rules alone: %s", err)
+        return cls(model, rules, settings, clock=clock, model_error=error)
+
+    @property
+    def model_id(self) -> str:
+        return self.model.id if self.model else ""
+
+    async def decide(self, features: Features) -> Verdict:
+        verdict = await self._decide(features)
+        self.counts[verdict.source.value] += 1
+        return verdict
+
+    async def _decide(self, features: Features) -> Verdict:
+        if (override := self.rules.override(features)) is not None:
+            return override
+        if self.model is None:
+            self.fallbacks["disabled" if self.settings.disabled else "unavailable"] += 1
+            return self.rules.evaluate(features)
+        if len(features.body) > INLINE_BODY_BYTES:
+            await asyncio.to_thread(lambda: features.canonical)
+        key = features.cache_key(self.model.id)
+        if (hit := self.cache.get(key)) is not None:
+            return hit.from_cache()
+        if not self.breaker.allows():
+            self.fallbacks["breaker_open"] += 1
+            return self.rules.evaluate(features)
+        try:
+            verdict = await asyncio.wait_for(self.model.predict(features), self.timeout_s)
+        except (EngineError, asyncio.TimeoutError) as err:
+            self.breaker.record_failure()
+            self.fallbacks["timeout" if isinstance(err, asyncio.TimeoutError) else "error"] += 1
+            return self.rules.evaluate(features)
+        self.breaker.record_success()
+        if verdict.truncated and not verdict.blocked:
+            ruled = self.rules.evaluate(features)
+            if ruled.blocked:
+                return ruled
+        self.cache.put(key, verdict)
+        return verdict
+
+    def health(self) -> dict[str, Any]:
+        total = sum(self.counts.values())
+        out: dict[str, Any] = {
+            "status": "ok",
+            "model": self.model.info() if self.model else None,
+            "breaker": self.breaker.state,
+            "decisions": dict(self.counts),
+            "fallback_ratio": round(self.counts.get("rules", 0) / total, 4) if total else 0.0,
+            "rules": self.rules.name,
+        }
+        if self.settings.disabled:
+            out["model_disabled"] = True
+        elif self.model is None:
+            out.update(status="unavailable", reason=f"model not loaded: {self.model_error}")
+        elif self.breaker.state != "closed":
+            out.update(status="unavailable", reason=f"circuit breaker {self.breaker.state}: deciding on rules")
+        return out
+
+    def models(self) -> list[dict[str, Any]]:
+        return [self.model.info()] if self.model else []
+
+    async def close(self) -> None:
+        if self.model:
+            await self.model.close()

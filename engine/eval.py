@@ -1,0 +1,190 @@
+"""Evaluate a bundle on request-shaped JSONL: `python -m engine.eval --bundle PATH --data FILE.jsonl`.
+
+Reads the corpus schema (label block/cache/origin/allow) or the schema of ../shared/data/requests_*.jsonl
+(label attack/benign; benign records get their routing label from the labelling policy). Prints a table
+and, with --json, the figures as JSON: attack TPR overall and per class, benign FPR, balanced accuracy,
+routing accuracy, the 4-label confusion matrix, feature-tag precision/recall, and model latency
+percentiles for single requests on one thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from engine import bundle as bundles
+from engine.features import Features
+from engine.labels import label as policy_label
+from engine.model import Encoded, Model
+from engine.verdict import LABELS
+
+
+def read_records(path: str | Path, limit: int | None = None) -> list[dict]:
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                out.append(json.loads(line))
+                if limit and len(out) >= limit:
+                    break
+    return out
+
+
+def features_of(rec: dict) -> Features:
+    body = base64.b64decode(rec["body_b64"]) if rec.get("body_b64") else rec.get("body") or ""
+    return Features.build(rec.get("method") or "GET", rec.get("path") or "/", rec.get("query") or "",
+                          rec.get("headers") or (), body)  # fmt: skip
+
+
+def truth(rec: dict, f: Features) -> str:
+    lab = rec.get("label")
+    if lab in LABELS:
+        return lab
+    if lab == "benign":
+        return policy_label(f)[0]
+    return "block"
+
+
+def predict(model: Model, feats: list[Features], batch_tokens: int = 32768, progress=None):
+    encs: list[Encoded] = []
+    for i, f in enumerate(feats):
+        encs.append(model.encode(f))
+        if progress and i % 5000 == 0:
+            progress(f"  encoded {i:,}/{len(feats):,}")
+    order = sorted(range(len(encs)), key=lambda i: encs[i].length)
+    probs = np.zeros((len(encs), len(model.bundle.labels)), dtype=np.float32)
+    fprobs = np.zeros((len(encs), len(model.bundle.features)), dtype=np.float32)
+    i = 0
+    while i < len(order):
+        j = i + 1
+        while j < len(order) and j - i < 256 and model.padded_length(encs[order[j]].length) * (j - i + 1) <= batch_tokens:
+            j += 1
+        idx = order[i:j]
+        p, fp = model.run([encs[k] for k in idx])
+        probs[idx], fprobs[idx] = p, fp
+        i = j
+    verdicts = [model.verdict(probs[k], fprobs[k], encs[k].truncated) for k in range(len(encs))]
+    return verdicts, probs, [e.length for e in encs]
+
+
+def metrics(records: list[dict], feats: list[Features], verdicts) -> dict:
+    y = [truth(r, f) for r, f in zip(records, feats)]
+    pred = [v.label for v in verdicts]
+    attack = [t == "block" for t in y]
+    n_att, n_ben = sum(attack), len(attack) - sum(attack)
+    tp = sum(1 for a, p in zip(attack, pred) if a and p == "block")
+    fp = sum(1 for a, p in zip(attack, pred) if not a and p == "block")
+    per_class: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r, a, p in zip(records, attack, pred):
+        if a:
+            c = r.get("attack_class") or "unknown"
+            per_class[c][0] += p == "block"
+            per_class[c][1] += 1
+    routed = [(t, p) for t, p in zip(y, pred) if t != "block"]
+    confusion = {t: {p: 0 for p in LABELS} for t in LABELS}
+    for t, p in zip(y, pred):
+        confusion[t][p] += 1
+    tags = Counter()
+    for r, v in zip(records, verdicts):
+        want, got = set(r.get("features") or ()), set(v.features)
+        if not r.get("features") and r.get("label") in LABELS:
+            continue
+        for t in got | want:
+            tags[(t, "tp" if t in want and t in got else "fp" if t in got else "fn")] += 1
+    tag_pr = {}
+    for t in sorted({t for t, _ in tags}):
+        tp_, fp_, fn_ = tags[(t, "tp")], tags[(t, "fp")], tags[(t, "fn")]
+        tag_pr[t] = {"precision": round(tp_ / max(1, tp_ + fp_), 4), "recall": round(tp_ / max(1, tp_ + fn_), 4), "support": tp_ + fn_}
+    tpr = tp / max(1, n_att)
+    fpr = fp / max(1, n_ben)
+    return {
+        "records": len(records),
+        "attacks": n_att,
+        "benign": n_ben,
+        "tpr": round(tpr, 5),
+        "fpr": round(fpr, 5),
+        "balanced_accuracy": round((tpr + 1 - fpr) / 2, 5) if n_att and n_ben else None,
+        "routing_accuracy": round(sum(t == p for t, p in routed) / max(1, len(routed)), 5) if routed else None,
+        "per_class": {c: {"tpr": round(k / n, 4), "n": n} for c, (k, n) in sorted(per_class.items())},
+        "confusion": confusion,
+        "features": tag_pr,
+    }
+
+
+def latency(model: Model, feats: list[Features], n: int = 300) -> dict:
+    """Single-request model time (encode + run), the way the gateway calls it one at a time."""
+    sample = feats[:: max(1, len(feats) // n)][:n]
+    times, toks = [], []
+    for f in sample:
+        t = time.perf_counter()
+        enc = model.encode(f)
+        model.run([enc])
+        times.append((time.perf_counter() - t) * 1000)
+        toks.append(enc.length)
+    q = np.percentile(times, [50, 90, 99]) if times else [0, 0, 0]
+    return {"p50_ms": round(q[0], 3), "p90_ms": round(q[1], 3), "p99_ms": round(q[2], 3),
+            "median_tokens": int(np.median(toks)) if toks else 0, "n": len(times)}  # fmt: skip
+
+
+def evaluate(bundle_path, data: str | Path, limit: int | None = None, threads: int = 1, progress=None) -> dict:
+    model = Model(bundles.load(bundle_path), threads=threads)
+    records = read_records(data, limit)
+    feats = [features_of(r) for r in records]
+    t0 = time.time()
+    verdicts, _, lengths = predict(model, feats, progress=progress)
+    out = metrics(records, feats, verdicts)
+    out["seconds"] = round(time.time() - t0, 1)
+    out["tokens_p50"] = int(np.median(lengths)) if lengths else 0
+    out["latency"] = latency(model, feats)
+    out["bundle"] = model.id
+    out["data"] = str(data)
+    return out
+
+
+def table(res: dict) -> str:
+    lines = [
+        f"bundle {res['bundle']} on {res['data']}: {res['records']:,} records ({res['attacks']:,} attacks, {res['benign']:,} benign)",
+        f"  attack TPR {100 * res['tpr']:.2f} %   benign FPR {100 * res['fpr']:.3f} %   "
+        f"balanced accuracy {100 * (res['balanced_accuracy'] or 0):.2f} %   routing accuracy "
+        f"{100 * (res['routing_accuracy'] or 0):.2f} %",
+        f"  latency p50 {res['latency']['p50_ms']} ms  p99 {res['latency']['p99_ms']} ms "
+        f"(median {res['latency']['median_tokens']} tokens)",
+        "  per class:",
+    ]
+    for c, v in res["per_class"].items():
+        lines.append(f"    {c:<22} {100 * v['tpr']:6.2f} %  n={v['n']}")
+    lines.append("  confusion (rows truth, columns decision): " + " ".join(f"{p:>7}" for p in LABELS))
+    for t in LABELS:
+        lines.append(f"    {t:<8}" + " ".join(f"{res['confusion'][t][p]:>7}" for p in LABELS))
+    return "\n".join(lines)
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m engine.eval", description=__doc__.split("\n")[0])
+    ap.add_argument("--bundle", default=None, help="bundle folder (default: the packaged default bundle)")
+    ap.add_argument("--data", required=True, action="append", help="request-shaped JSONL (repeatable)")
+    ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    args = ap.parse_args(list(argv) if argv is not None else None)
+    results = []
+    for data in args.data:
+        res = evaluate(args.bundle, data, args.limit, args.threads, progress=lambda m: print(m, file=sys.stderr))
+        results.append(res)
+        if not args.json:
+            print(table(res))
+    if args.json:
+        print(json.dumps(results if len(results) > 1 else results[0], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""The model runtime: canonical text → token ids → one ONNX Runtime session → label and feature scores.
+
+Built once at startup. `run()` is synchronous and CPU-bound: callers (engine.batcher) run it in an
+executor, never on the event loop. The graph takes `input_ids` [batch, length] with length a multiple of
+the bundle's window (0 pads) and returns `label_probs` [batch, labels] and `feature_probs` [batch, features].
+
+Inputs longer than the token budget keep the head (request line, query, headers, cookies) and fill the
+rest with the body's head and tail; the decision records that the model saw only part of the request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+from engine.bundle import Bundle
+from engine.canonical import VERSION as CANONICAL_VERSION
+from engine.errors import BundleError
+from engine.features import Features
+from engine.labels import ATTACK_FEATURES, ROUTING_FEATURES
+from engine.verdict import Source, Verdict
+
+PAD, UNK, CLS, SEP = 0, 1, 2, 3
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[ID]", "[HEX]", "[UUID]", "[NUM]", "[CRED]", "[B64]", "[/B64]"]
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    ids: np.ndarray  # int64 [n], not padded
+    truncated: bool
+
+    @property
+    def length(self) -> int:
+        return int(self.ids.shape[0])
+
+
+def fit(head: list[int], body: list[int], budget: int) -> tuple[list[int], bool]:
+    """[CLS] head [SEP] body within `budget` tokens: the head whole (up to half the budget), then the
+    body's head and tail."""
+    total = len(head) + len(body) + 2
+    if total <= budget:
+        return [CLS, *head, SEP, *body], False
+    room = budget - 2
+    head = head[: max(room // 2, room - len(body))]
+    keep = room - len(head)
+    if keep <= 0:
+        return [CLS, *head, SEP], True
+    front = (keep + 1) // 2
+    back = keep - front
+    return [CLS, *head, SEP, *body[:front], *(body[-back:] if back else [])], True
+
+
+class Model:
+    def __init__(self, bundle: Bundle, threads: int = 1, max_tokens: int | None = None):
+        if bundle.serialization != CANONICAL_VERSION:
+            raise BundleError(
+                f"model bundle {bundle.path}: trained on canonical text v{bundle.serialization}, "
+                f"this engine writes v{CANONICAL_VERSION}"
+            )
+        self.bundle = bundle
+        self.window = bundle.window
+        self.max_tokens = min(bundle.max_tokens, max_tokens or bundle.max_tokens)
+        try:
+            self.tokenizer = Tokenizer.from_file(str(bundle.tokenizer_path))
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = max(1, threads)
+            opts.inter_op_num_threads = 1
+            opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            self.session = ort.InferenceSession(
+                str(bundle.model_path), sess_options=opts, providers=["CPUExecutionProvider"]
+            )
+        except Exception as err:  # onnxruntime and tokenizers raise their own types
+            raise BundleError(f"model bundle {bundle.path}: cannot load ({err})") from None
+        self.tokenizer.no_padding()
+        self.tokenizer.no_truncation()
+        self.input_name = self.session.get_inputs()[0].name
+
+    @property
+    def id(self) -> str:
+        return self.bundle.id
+
+    def encode(self, features: Features) -> Encoded:
+        canon = features.canonical
+        head = self.tokenizer.encode(canon.head, add_special_tokens=False).ids
+        body = self.tokenizer.encode(canon.body, add_special_tokens=False).ids if canon.body else []
+        ids, cut = fit(head, body, self.max_tokens)
+        return Encoded(np.asarray(ids, dtype=np.int64), cut or canon.truncated)
+
+    def padded_length(self, n: int) -> int:
+        w = self.window
+        return max(w, -(-n // w) * w)
+
+    def run(self, batch: list[Encoded]) -> tuple[np.ndarray, np.ndarray]:
+        """One forward pass over a batch (padded to its longest member)."""
+        length = self.padded_length(max(e.length for e in batch))
+        ids = np.zeros((len(batch), length), dtype=np.int64)
+        for i, e in enumerate(batch):
+            ids[i, : e.length] = e.ids
+        labels, feats = self.session.run(None, {self.input_name: ids})
+        return labels, feats
+
+    def warm_up(self) -> None:
+        self.run([self.encode(Features.build("GET", "/"))])
+
+    def verdicts(self, labels: np.ndarray, feats: np.ndarray, batch: list[Encoded]) -> list[Verdict]:
+        return [self.verdict(labels[i], feats[i], batch[i].truncated) for i in range(len(batch))]
+
+    def verdict(self, probs: np.ndarray, feats: np.ndarray, truncated: bool = False) -> Verdict:
+        """Scores → Verdict. `block` wins when its probability reaches the bundle's calibrated threshold;
+        otherwise the likeliest routing label. Attack tags only accompany a block."""
+        labels = self.bundle.labels
+        b = labels.index("block")
+        threshold = self.bundle.thresholds.get("block", 0.5)
+        if probs[b] >= threshold:
+            label, conf = "block", float(probs[b])
+        else:
+            rest = [(float(p), labels[i]) for i, p in enumerate(probs) if i != b]
+            p, label = max(rest)
+            conf = p / max(1e-9, 1.0 - float(probs[b]))
+        names = self.bundle.features
+        tags = [n for n, p in zip(names, feats) if p >= 0.5 and (label == "block" or n in ROUTING_FEATURES)]
+        if label == "block" and not any(t in ATTACK_FEATURES for t in tags):
+            attack = [(p, n) for n, p in zip(names, feats) if n in ATTACK_FEATURES]
+            if attack and max(attack)[0] >= 0.2:
+                tags.insert(0, max(attack)[1])
+        return Verdict(
+            label=label,
+            confidence=min(1.0, conf),
+            features=tuple(tags),
+            source=Source.MODEL,
+            model=self.id,
+            truncated=truncated,
+            scores=tuple(float(p) for p in probs),
+        )

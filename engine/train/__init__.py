@@ -1,0 +1,1 @@
+"""Training, export and quantisation of decision-model bundles (needs the `train` extra: torch, onnx, optimum)."""

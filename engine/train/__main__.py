@@ -1,0 +1,177 @@
+"""Train a bundle: `python -m engine.train --corpus work/corpus --out work/bundles/candidate`.
+
+    corpus/train.jsonl ─┬─ dev split (5 % of groups): early figures and threshold calibration
+                        └─ canonical text → BPE tokenizer → ids → ClefNet (PyTorch, CPU)
+    → ONNX (fp32) → int8 with optimum's quantiser (dynamic and static, both measured on dev)
+    → the better int8 model, calibrated block threshold, manifest with figures and the data hash
+    → evaluation on corpus/test.jsonl and corpus/evasion.jsonl (never trained on), written to bundle.json
+
+`--install` copies the result over the packaged default bundle (engine/bundles/default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from engine import bundle as bundles
+from engine.canonical import VERSION as CANONICAL_VERSION
+from engine.labels import FEATURES
+from engine.train import calibrate
+from engine.train.data import canonical_parts, encode_records, progress, read_jsonl
+from engine.train.export import export_onnx, quantize_dynamic, quantize_static
+from engine.train.loop import TrainConfig, predict, set_seed, train
+from engine.train.net import ClefNet
+from engine.train.tokenizer import train_tokenizer
+from engine.verdict import LABELS
+
+
+def file_sha256(path: Path) -> str:
+    return bundles.sha256_file(path) if path.exists() else ""
+
+
+def split_dev(records: list[dict], share: float, seed: int) -> tuple[list[dict], list[dict]]:
+    def bucket(group: str) -> float:
+        h = hashlib.blake2b(f"{seed}:{group}".encode(), digest_size=8).digest()
+        return int.from_bytes(h, "big") / 2**64
+
+    train, dev = [], []
+    for r in records:
+        (dev if bucket(r.get("group") or json.dumps(r, sort_keys=True)[:200]) < share else train).append(r)
+    return train, dev
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m engine.train", description="Train a clef-gateway model bundle.")
+    ap.add_argument("--corpus", default="work/corpus", help="folder with train.jsonl (and test.jsonl, evasion.jsonl)")
+    ap.add_argument("--out", default="work/bundles/candidate", help="bundle folder to write")
+    ap.add_argument("--name", default="clef-default")
+    ap.add_argument("--version", default="0.1.0")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--epochs", type=float, default=2.0)
+    ap.add_argument("--limit", type=int, default=None, help="use only the first N training records (smoke runs)")
+    ap.add_argument("--vocab", type=int, default=8192)
+    ap.add_argument("--dim", type=int, default=64)
+    ap.add_argument("--train-max-tokens", type=int, default=2048, help="longer sequences keep head, body head and tail")
+    ap.add_argument("--max-tokens", type=int, default=65536, help="the bundle's serving token budget")
+    ap.add_argument("--target-fpr", type=float, default=0.001, help="benign FPR the block threshold is calibrated to")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--install", action="store_true", help="copy the bundle over engine/bundles/default")
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    t_start = time.time()
+    torch.set_num_threads(args.threads)
+    set_seed(args.seed)
+    corpus = Path(args.corpus)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    progress(f"[1/6] reading {corpus / 'train.jsonl'}")
+    records = list(read_jsonl(corpus / "train.jsonl", args.limit))
+    train_recs, dev_recs = split_dev(records, 0.05, args.seed)
+    progress(f"  {len(train_recs):,} train, {len(dev_recs):,} dev (held out by group)")
+
+    progress("[2/6] tokenizer")
+    sample = random.Random(args.seed).sample(train_recs, min(len(train_recs), 60000))
+    texts = [h + "\n" + b for h, b in canonical_parts(sample, args.threads)]
+    tokenizer = train_tokenizer(texts, vocab_size=args.vocab)
+    tokenizer.save(str(out / "tokenizer.json"))
+    progress(f"  vocabulary {tokenizer.get_vocab_size():,}")
+
+    progress("[3/6] encoding")
+    train_data = encode_records(train_recs, tokenizer, args.train_max_tokens, args.threads, progress)
+    dev_data = encode_records(dev_recs, tokenizer, args.max_tokens, args.threads, progress)
+
+    progress("[4/6] training")
+    net = ClefNet(tokenizer.get_vocab_size(), len(LABELS), len(FEATURES), d=args.dim)
+    progress(f"  {sum(p.numel() for p in net.parameters()):,} parameters")
+    cfg = TrainConfig(epochs=args.epochs, seed=args.seed)
+    run = train(net, train_data, cfg)
+    dev_probs, _ = predict(net, dev_data)
+    fp32_dev = calibrate.figures(dev_probs, dev_data.labels, 0.5)
+
+    progress("[5/6] export and int8 quantisation")
+    with tempfile.TemporaryDirectory() as tmp:
+        fp32 = export_onnx(net, Path(tmp) / "model.onnx")
+        rng = random.Random(args.seed)
+        calib = [dev_data.ids[i] for i in rng.sample(range(len(dev_data.ids)), min(256, len(dev_data.ids)))]
+        calib = [c[:1024] for c in calib]
+        candidates = {
+            "dynamic": quantize_dynamic(fp32, Path(tmp) / "dynamic.onnx", per_channel=False),
+            "static": quantize_static(fp32, Path(tmp) / "static.onnx", calib, net.window),
+        }
+        measured = {k: calibrate.measure_onnx(p, dev_data, net.window) for k, p in candidates.items()}
+        for k, m in measured.items():
+            progress(f"  {k}: dev balanced accuracy {100 * m['figures']['balanced_accuracy']:.2f} %  "
+                     f"p50 {m['p50_ms']:.3f} ms at {m['tokens']} tokens")  # fmt: skip
+        choice = calibrate.choose(measured, fp32_dev)
+        shutil.copyfile(candidates[choice], out / "model.onnx")
+        threshold = calibrate.block_threshold(measured[choice]["probs"], dev_data.labels, args.target_fpr)
+
+    progress(f"  chose {choice} int8; block threshold {threshold:.4f} (dev benign FPR target {args.target_fpr})")
+    manifest = {
+        "name": args.name,
+        "version": args.version,
+        "labels": list(LABELS),
+        "features": list(FEATURES),
+        "max_tokens": args.max_tokens,
+        "window": net.window,
+        "serialization": CANONICAL_VERSION,
+        "inputs": {"input_ids": "int64 [batch, length], length a multiple of window, 0 = padding"},
+        "outputs": {"label_probs": "softmax over labels", "feature_probs": "sigmoid per feature"},
+        "architecture": net.config,
+        "quantization": {"format": choice, "candidates": {k: m["figures"] for k, m in measured.items()}, "fp32_dev": fp32_dev},
+        "thresholds": {"block": round(threshold, 6)},
+        "trained_on": {
+            "corpus": str(corpus),
+            "train_sha256": file_sha256(corpus / "train.jsonl"),
+            "records": len(train_recs),
+            "dev_records": len(dev_recs),
+            "seed": args.seed,
+            "train_max_tokens": args.train_max_tokens,
+            **run,
+        },
+        "sha256": {},
+    }
+    bundles.write_manifest(out, manifest)
+
+    progress("[6/6] evaluation on held-out data")
+    from engine.eval import evaluate, table
+
+    figures = {}
+    for name in ("test", "evasion"):
+        path = corpus / f"{name}.jsonl"
+        if path.exists():
+            res = evaluate(out, path)
+            figures[name] = {k: res[k] for k in ("records", "tpr", "fpr", "balanced_accuracy", "routing_accuracy", "per_class", "latency")}
+            print(table(res))
+    manifest["eval"] = figures
+    manifest = bundles.write_manifest(out, manifest)
+    if args.install:
+        dest = bundles.DEFAULT_BUNDLE
+        dest.mkdir(parents=True, exist_ok=True)
+        for name in ("model.onnx", "tokenizer.json", "bundle.json"):
+            shutil.copyfile(out / name, dest / name)
+        progress(f"  installed as the default bundle ({dest})")
+    size = sum((out / n).stat().st_size for n in ("model.onnx", "tokenizer.json", "bundle.json"))
+    print(f"\nbundle {args.name}@{args.version} → {out}  ({size / 1e6:.2f} MB, {time.time() - t_start:.0f} s in all)")
+    print(f"  trained {run['steps']:,} steps, {run['sequences']:,} sequences in {run['seconds']:.0f} s; int8 {choice}; "
+          f"block threshold {threshold:.4f}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""Measure exported models on the dev split, pick the int8 variant, calibrate the block threshold.
+
+The threshold is set on dev benign requests (held out from training by group, never the test split): the
+lowest threshold whose benign false-positive rate stays within the target, never below 0.5.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+from engine.train.data import Encoded, batches, pad
+from engine.verdict import LABELS
+
+BLOCK = LABELS.index("block")
+
+
+def figures(probs: np.ndarray, labels: np.ndarray, threshold: float) -> dict:
+    attack = labels == BLOCK
+    blocked = probs[:, BLOCK] >= threshold
+    tpr = float(blocked[attack].mean()) if attack.any() else 0.0
+    fpr = float(blocked[~attack].mean()) if (~attack).any() else 0.0
+    routed = ~attack & ~blocked
+    rest = probs.copy()
+    rest[:, BLOCK] = -1
+    routing = float((rest[routed].argmax(1) == labels[routed]).mean()) if routed.any() else 0.0
+    return {"tpr": round(tpr, 5), "fpr": round(fpr, 5), "balanced_accuracy": round((tpr + 1 - fpr) / 2, 5),
+            "routing_accuracy": round(routing, 5), "threshold": threshold}  # fmt: skip
+
+
+def measure_onnx(path: Path, data: Encoded, window: int) -> dict:
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    probs = np.zeros((len(data.ids), len(LABELS)), dtype=np.float32)
+    for idx in batches([len(x) for x in data.ids], 65536, window, random.Random(0)):
+        probs[idx] = sess.run(None, {"input_ids": pad(data.ids, idx, window)})[0]
+    typical = [i for i, x in enumerate(data.ids) if len(x) <= 256][:200] or list(range(min(200, len(data.ids))))
+    times = []
+    for i in typical:
+        x = pad(data.ids, [i], window)
+        t = time.perf_counter()
+        sess.run(None, {"input_ids": x})
+        times.append((time.perf_counter() - t) * 1000)
+    return {
+        "probs": probs,
+        "figures": figures(probs, data.labels, 0.5),
+        "p50_ms": float(np.median(times)) if times else 0.0,
+        "tokens": int(np.median([len(data.ids[i]) for i in typical])) if typical else 0,
+    }
+
+
+def choose(measured: dict[str, dict], fp32: dict) -> str:
+    """The fastest variant within 0.5 point of fp32's balanced accuracy; else the most accurate."""
+    ok = [k for k, m in measured.items() if m["figures"]["balanced_accuracy"] >= fp32["balanced_accuracy"] - 0.005]
+    if ok:
+        return min(ok, key=lambda k: measured[k]["p50_ms"])
+    return max(measured, key=lambda k: measured[k]["figures"]["balanced_accuracy"])
+
+
+def block_threshold(probs: np.ndarray, labels: np.ndarray, target_fpr: float) -> float:
+    benign = np.sort(probs[labels != BLOCK, BLOCK])
+    if len(benign) == 0:
+        return 0.5
+    allowed = int(np.floor(target_fpr * len(benign)))
+    # the threshold must sit above the (allowed+1)-th highest benign score
+    cut = benign[-(allowed + 1)] if allowed < len(benign) else 0.0
+    return float(min(0.99, max(0.5, np.nextafter(np.float32(cut), np.float32(1.0)))))

@@ -1,0 +1,111 @@
+"""The training loop: AdamW, warm-up then cosine decay, length-bucketed batches, a fixed seed.
+
+Loss: cross-entropy over the four labels plus binary cross-entropy over the feature tags. Errors on
+benign requests are weighted up (`benign_weight`): false positives are what make operators switch a WAF
+off. The step count is fixed by the epochs, not by the clock, so a rerun with the same seed and corpus
+gives the same weights (on the same machine and thread count).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from engine.train.data import Encoded, batches, pad, progress
+from engine.train.net import ClefNet
+from engine.verdict import LABELS
+
+
+@dataclass
+class TrainConfig:
+    epochs: float = 2.0
+    lr: float = 2e-3
+    weight_decay: float = 0.01
+    warmup_steps: int = 200
+    tokens_per_batch: int = 24576
+    feature_weight: float = 0.5
+    benign_weight: float = 2.0
+    seed: int = 1
+    log_every_s: float = 30.0
+
+
+def set_seed(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def train(net: ClefNet, data: Encoded, cfg: TrainConfig) -> dict:
+    set_seed(cfg.seed)
+    rng = random.Random(cfg.seed)
+    lengths = [len(x) for x in data.ids]
+    per_epoch = len(batches(lengths, cfg.tokens_per_batch, net.window, random.Random(0)))
+    total = max(1, int(per_epoch * cfg.epochs))
+    opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+
+    def lr_at(step: int) -> float:
+        if step < cfg.warmup_steps:
+            return cfg.lr * (step + 1) / cfg.warmup_steps
+        frac = (step - cfg.warmup_steps) / max(1, total - cfg.warmup_steps)
+        return cfg.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, frac))))
+
+    block = LABELS.index("block")
+    label_weight = torch.ones(len(LABELS))
+    label_weight[[i for i in range(len(LABELS)) if i != block]] = cfg.benign_weight
+    net.train()
+    step, seen, t0, last = 0, 0, time.time(), 0.0
+    running = {"loss": 0.0, "acc": 0.0, "n": 0}
+    progress(f"training: {len(data.ids):,} sequences, {per_epoch:,} batches per epoch, {total:,} steps")
+    while step < total:
+        for idx in batches(lengths, cfg.tokens_per_batch, net.window, rng):
+            if step >= total:
+                break
+            ids = torch.from_numpy(pad(data.ids, idx, net.window))
+            y = torch.from_numpy(data.labels[idx])
+            yf = torch.from_numpy(data.features[idx])
+            for g in opt.param_groups:
+                g["lr"] = lr_at(step)
+            label_logits, feature_logits = net.logits(ids)
+            loss = F.cross_entropy(label_logits, y, weight=label_weight)
+            loss = loss + cfg.feature_weight * F.binary_cross_entropy_with_logits(feature_logits, yf)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+            opt.step()
+            step += 1
+            seen += len(idx)
+            running["loss"] += loss.item()
+            running["acc"] += float((label_logits.argmax(-1) == y).float().mean())
+            running["n"] += 1
+            now = time.time()
+            if now - last >= cfg.log_every_s or step == total:
+                n = max(1, running["n"])
+                progress(
+                    f"  step {step:,}/{total:,} ({100 * step / total:.0f}%)  epoch {seen / len(lengths):.2f}  "
+                    f"loss {running['loss'] / n:.4f}  acc {running['acc'] / n:.4f}  "
+                    f"lr {lr_at(step):.2e}  {seen / (now - t0):.0f} seq/s  {now - t0:.0f}s"
+                )
+                running = {"loss": 0.0, "acc": 0.0, "n": 0}
+                last = now
+    net.eval()
+    return {"steps": step, "sequences": seen, "seconds": round(time.time() - t0, 1), "epochs": cfg.epochs}
+
+
+@torch.no_grad()
+def predict(net: ClefNet, data: Encoded, tokens_per_batch: int = 65536) -> tuple[np.ndarray, np.ndarray]:
+    """Label and feature probabilities for every sequence, in order (the training graph, eval mode)."""
+    net.eval()
+    lengths = [len(x) for x in data.ids]
+    probs = np.zeros((len(lengths), len(LABELS)), dtype=np.float32)
+    feats = np.zeros((len(lengths), data.features.shape[1]), dtype=np.float32)
+    for idx in batches(lengths, tokens_per_batch, net.window, random.Random(0)):
+        p, f = net(torch.from_numpy(pad(data.ids, idx, net.window)))
+        probs[idx] = p.numpy()
+        feats[idx] = f.numpy()
+    return probs, feats

@@ -1,0 +1,119 @@
+"""The decision network (PyTorch, for training and export only; serving runs its ONNX export).
+
+Linear in length, one graph for a 60-token GET and a 64K-token body:
+
+    ids [B, L] (L a multiple of W, 0 = padding)
+    → embedding
+    → local block: depthwise convolution (k=5) + pointwise mix          position-aware n-gram features
+    → local block: self-attention inside non-overlapping W-token windows, then a feed-forward
+    → per window: masked max over its tokens                           a short payload stays visible
+    → global step over the window summaries: max, plus attention pooling with a learned query
+    → label logits (block, cache, origin, allow) and feature logits (one per tag)
+
+No absolute positions: what a window holds matters, not where it sits, so lengths far beyond those seen in
+training behave. The global step is a pooling over windows (cost linear in their number), not attention
+between them. The exported graph ends in a softmax over labels and a sigmoid per feature.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class FeedForward(nn.Module):
+    def __init__(self, d: int, hidden: int):
+        super().__init__()
+        self.norm = nn.LayerNorm(d)
+        self.up = nn.Linear(d, hidden)
+        self.down = nn.Linear(hidden, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.down(F.gelu(self.up(self.norm(x))))
+
+
+class ConvBlock(nn.Module):
+    """Depthwise convolution over the embeddings (padding rows are zero, so no mask is needed), then a
+    pointwise mix."""
+
+    def __init__(self, d: int, kernel: int):
+        super().__init__()
+        self.conv = nn.Conv1d(d, d, kernel, padding=kernel // 2, groups=d)
+        self.mix = nn.Linear(d, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.conv(x.transpose(1, 2)).transpose(1, 2)
+        return x + self.mix(F.gelu(h))
+
+
+class WindowAttention(nn.Module):
+    def __init__(self, d: int, heads: int, window: int):
+        super().__init__()
+        self.heads, self.window = heads, window
+        self.norm = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.out = nn.Linear(d, d)
+
+    def forward(self, x: torch.Tensor, key_bias: torch.Tensor) -> torch.Tensor:
+        """x [b, L, d]; key_bias [b*L/w, 1, 1, w]: 0 for tokens, -1e4 for padding."""
+        d = x.shape[-1]
+        w, h = self.window, self.heads
+        qkv = self.qkv(self.norm(x)).reshape(-1, w, 3, h, d // h).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]  # [b*n, h, w, dh]
+        scores = torch.matmul(q * (1.0 / math.sqrt(d // h)), k.transpose(-1, -2)) + key_bias
+        y = torch.matmul(torch.softmax(scores, dim=-1), v).permute(0, 2, 1, 3)
+        return x + self.out(y.reshape(x.shape))
+
+
+class ClefNet(nn.Module):
+    def __init__(
+        self,
+        vocab: int,
+        n_labels: int,
+        n_features: int,
+        d: int = 64,
+        window: int = 64,
+        heads: int = 2,
+        kernel: int = 5,
+        ffn: int = 128,
+    ):
+        super().__init__()
+        self.config = dict(vocab=vocab, n_labels=n_labels, n_features=n_features, d=d, window=window,
+                           heads=heads, kernel=kernel, ffn=ffn)  # fmt: skip
+        self.window = window
+        self.embed = nn.Embedding(vocab, d, padding_idx=0)
+        self.conv = ConvBlock(d, kernel)
+        self.attn = WindowAttention(d, heads, window)
+        self.ff = FeedForward(d, ffn)
+        self.norm = nn.LayerNorm(d)
+        self.query = nn.Linear(d, 1, bias=False)  # the learned query of the attention pooling
+        self.key = nn.Linear(d, d)
+        self.head = nn.Sequential(nn.Linear(2 * d, d), nn.GELU())
+        self.labels = nn.Linear(d, n_labels)
+        self.features = nn.Linear(d, n_features)
+
+    def logits(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        b = ids.shape[0]
+        w = self.window
+        neg = (ids == 0).to(torch.float32) * -1e4  # [b, L]: 0 for tokens, -1e4 for padding
+        x = self.conv(self.embed(ids))
+        x = self.ff(self.attn(x, neg.reshape(-1, 1, 1, w)))
+        x = self.norm(x)
+        d = x.shape[-1]
+        # window summaries: max over each window's real tokens
+        win = (x + neg.unsqueeze(-1)).reshape(b, -1, w, d).amax(dim=2)  # [b, n, d]
+        win_neg = neg.reshape(b, -1, w).amax(dim=2)  # [b, n]: 0 where the window holds a token
+        win = win * ((win_neg + 1e4) * 1e-4).unsqueeze(-1)  # empty windows (batch padding) → 0
+        g_max = (win + win_neg.unsqueeze(-1)).amax(dim=1)
+        att = torch.softmax(self.query(self.key(win)).squeeze(-1) * (1.0 / math.sqrt(d)) + win_neg, dim=1)
+        g_att = torch.matmul(att.unsqueeze(1), win).squeeze(1)
+        z = self.head(torch.cat([g_max, g_att], dim=-1))
+        return self.labels(z), self.features(z)
+
+    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Probabilities, as the exported graph returns them."""
+        label_logits, feature_logits = self.logits(ids)
+        return torch.softmax(label_logits, dim=-1), torch.sigmoid(feature_logits)
