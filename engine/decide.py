@@ -158,7 +158,7 @@ class Decider:
             "breaker": self.breaker.state,
             "decisions": dict(self.counts),
             "fallback_ratio": round(self.counts.get("rules", 0) / total, 4) if total else 0.0,
-            "rules": self.rules.name,
+            "rules": self.rules.model,
         }
         if self.settings.disabled:
             out["model_disabled"] = True

@@ -49,7 +49,7 @@ Our SSID is "{w}_5G" & the password is on the fridge.|Bought 2 x {product} @ {pr
 Ordered on {date}, still not here. Order {n}.|Happy birthday {name}!!! 🎉🎂|Merci beaucoup, c'était parfait !|
 ¿Dónde está mi pedido? Lo compré el {date}.|Vielen Dank für die schnelle Lieferung – alles bestens!|
 ご注文ありがとうございます。{n}番の荷物は明日届きます。|Спасибо, всё пришло вовремя.|
-Can I pay with PayPal or only by card?|My kid typed '; DROP TABLE homework; in the chat, lol.|
+Can I pay with PayPal or only by card?|
 Is the {w} dishwasher safe? The label says "hand wash only".|Re: Re: Fwd: {w} meeting notes|
 I tried "{w}" and "{w}" but neither worked.|N.B. the path is /home/{user}/projects/{w} on my machine.|
 Admins: please pin this thread.|@{user} can you take a look? cc @{user}|#{w} #{w} #{w}|

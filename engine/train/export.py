@@ -73,7 +73,13 @@ def quantize_static(fp32: Path, out: Path, samples: list[np.ndarray], window: in
     quantizer = _quantizer(fp32)
     ds = Dataset.from_dict({"input_ids": rows})
     calib = AutoCalibrationConfig.minmax(ds)
-    ranges = quantizer.fit(dataset=ds, calibration_config=calib, operators_to_quantize=qconfig.operators_to_quantize)
+    with tempfile.TemporaryDirectory() as tmp:
+        ranges = quantizer.fit(
+            dataset=ds,
+            calibration_config=calib,
+            onnx_augmented_model_name=Path(tmp) / "augmented_model.onnx",
+            operators_to_quantize=qconfig.operators_to_quantize,
+        )
     return _save(quantizer, qconfig, out, ranges)
 
 

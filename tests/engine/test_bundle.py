@@ -1,0 +1,62 @@
+"""engine/bundle.py: the default bundle loads; missing, corrupt or incomplete bundles are named clearly."""
+
+import json
+import shutil
+
+import pytest
+
+from engine import bundle as bundles
+from engine.errors import BundleError
+from engine.model import Model
+
+
+@pytest.fixture
+def copy(tmp_path):
+    dest = tmp_path / "b"
+    shutil.copytree(bundles.DEFAULT_BUNDLE, dest)
+    return dest
+
+
+def test_default_bundle_loads_and_is_small():
+    b = bundles.load()
+    assert b.labels == ("block", "cache", "origin", "allow")
+    assert b.max_tokens == 65536
+    size = sum(p.stat().st_size for p in bundles.DEFAULT_BUNDLE.iterdir())
+    assert size < 10_000_000
+    assert b.id == f"{b.name}@{b.version}"
+
+
+def test_corrupt_model_is_detected(copy):
+    data = bytearray((copy / "model.onnx").read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (copy / "model.onnx").write_bytes(bytes(data))
+    with pytest.raises(BundleError, match="model.onnx is corrupt"):
+        bundles.load(copy)
+
+
+def test_missing_file(copy):
+    (copy / "tokenizer.json").unlink()
+    with pytest.raises(BundleError, match="tokenizer.json is missing"):
+        bundles.load(copy)
+
+
+def test_missing_folder(tmp_path):
+    with pytest.raises(BundleError, match="not a folder"):
+        bundles.load(tmp_path / "nope")
+
+
+@pytest.mark.parametrize("text, message", [("{not json", "not valid JSON"), ("[]", "must hold an object"),
+                                           ('{"name": "x"}', "lacks version")])
+def test_bad_manifest(copy, text, message):
+    (copy / "bundle.json").write_text(text)
+    with pytest.raises(BundleError, match=message):
+        bundles.load(copy)
+
+
+def test_truncated_model_with_matching_hash_fails_to_load(copy):
+    """A model file that is broken yet matches its manifest (rewritten together) still fails clearly."""
+    (copy / "model.onnx").write_bytes(b"not an onnx model")
+    manifest = json.loads((copy / "bundle.json").read_text())
+    bundles.write_manifest(copy, manifest)
+    with pytest.raises(BundleError, match="cannot load"):
+        Model(bundles.load(copy))

@@ -1,0 +1,142 @@
+"""engine/canonical.py and engine/fields.py: decoding tables, masking, layout, and robustness."""
+
+import base64
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.canonical import BODY_MARK, canonicalize, decode, normalize, percent_decode
+from engine.features import Features
+from engine.fields import request_fields
+
+
+@pytest.mark.parametrize(
+    "raw, plus, want",
+    [
+        ("%27%20OR%201%3D1--", False, "' OR 1=1--"),
+        ("%2527", False, "'"),  # double percent-encoding
+        ("%25252e%25252e%25252f", False, "../"),  # triple
+        ("%u003cscript%u003e", False, "<script>"),  # IIS %u
+        ("%c0%ae%c0%ae%c0%af", False, "../"),  # overlong UTF-8
+        ("&#x3c;img&#62;", False, "<img>"),  # HTML entities, hex and decimal
+        ("&lt;svg&gt;", False, "<svg>"),
+        ("\\u003cscript\\u003e", False, "<script>"),  # JS escapes
+        ("\\x3cb\\x3e", False, "<b>"),
+        ("\\u{1F600}", False, "\U0001f600"),
+        ("a+b", True, "a b"),
+        ("a+b", False, "a+b"),
+        ("%2B", True, "+"),  # an encoded plus stays a plus
+        ("%zz%4", False, "%zz%4"),  # invalid escapes stay
+        ("A%F1adir", False, "Añadir"),  # Latin-1 bytes are kept, not replaced
+    ],
+)
+def test_decode_table(raw, plus, want):
+    assert decode(raw, plus=plus) == want
+
+
+@pytest.mark.parametrize(
+    "raw, want",
+    [
+        ("ＳＥＬＥＣＴ", "select"),  # NFKC fullwidth, lower case
+        ("＜script＞", "<script>"),
+        ("550e8400-e29b-41d4-a716-446655440000", "[UUID]"),
+        ("8f14e45fceea167a5a36dedd4bea2543", "[HEX]"),
+        ("order 12345678", "order [NUM]"),
+        ("abcDEF1234ghiJKL5678mnoPQR", "[ID]"),
+        ("a%0d%0aSet-Cookie: x=1", "a\\r\\nset-cookie: x=1"),
+        ("x\x00y", "x\\x00y"),
+        ("too     many\tspaces", "too many spaces"),
+        ("JyBPUiAxPTEtLQ==", "[B64] ' or 1=1-- [/B64]"),  # base64 that decodes to text
+    ],
+)
+def test_normalize_table(raw, want):
+    assert normalize(raw) == want
+
+
+def test_request_layout_and_header_policy():
+    f = Features.build(
+        "GET",
+        "/search",
+        "q=union+select&id=7",
+        [("Host", "example.com"), ("Accept", "text/html"), ("Accept-Language", "en' or 1=1--"),
+         ("User-Agent", "Mozilla/5.0"), ("Cookie", "sid=8f14e45fceea167a5a36dedd4bea2543; theme=dark"),
+         ("Authorization", "Bearer secret-token")],
+    )
+    lines = canonicalize(f).text.split("\n")
+    assert lines[:4] == ["m get", "p /search", "q q = union select", "q id = 7"]
+    assert "a bearer [CRED]" in lines  # credentials: the scheme only
+    assert "h accept-language = en' or 1=1--" in lines  # a quiet header with an unusual value is kept
+    assert not any(line.startswith("h host") or line.startswith("h accept =") for line in lines)
+    assert "c sid = [HEX]" in lines and "c theme = dark" in lines
+    assert "secret-token" not in canonicalize(f).text
+
+
+def test_header_order_does_not_change_the_text():
+    a = Features.build("GET", "/", "", [("User-Agent", "x"), ("Referer", "http://a/"), ("X-Api", "1")])
+    b = Features.build("GET", "/", "", [("X-Api", "1"), ("Referer", "http://a/"), ("User-Agent", "x")])
+    assert a.text == b.text
+
+
+def test_json_form_and_multipart_bodies():
+    j = Features.build("POST", "/api", headers={"Content-Type": "application/json"},
+                       body=json.dumps({"user": {"name": "O'Brien"}, "tags": ["a"], "n": 3}))
+    assert j.canonical.body.split("\n") == ["j user.name = o'brien", "j tags[] = a", "j n = 3"]
+    assert BODY_MARK in j.text
+    form = Features.build("POST", "/c", headers={"content-type": "application/x-www-form-urlencoded"},
+                          body="comment=%3Cb%3Ehi%3C%2Fb%3E&x=1+2")
+    assert form.canonical.body == "f comment = <b>hi</b>\nf x = 1 2"
+    mp = (b"--XyZ\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nHello\r\n"
+          b"--XyZ\r\nContent-Disposition: form-data; name=\"f\"; filename=\"s.php\"\r\nContent-Type: image/png\r\n\r\n"
+          b"<?php system($_GET['c']); ?>\r\n--XyZ--\r\n")
+    m = Features.build("POST", "/up", headers={"Content-Type": "multipart/form-data; boundary=XyZ"}, body=mp)
+    assert m.canonical.body.split("\n") == ["f title = hello", "u f;s.php;image/png = <?php system($_get['c']); ?>"]
+
+
+def test_binary_body_keeps_its_printable_strings():
+    body = b"\x89PNG\r\n\x1a\n\x00\x00\x00" + bytes(range(256)) * 4 + b"<script>alert(1)</script>" + b"\x00" * 10
+    f = Features.build("POST", "/img", headers={"content-type": "image/png"}, body=body)
+    assert "<script>alert(1)</script>" in f.canonical.body
+
+
+def test_fields_split():
+    f = Features.build("POST", "/p", "a=1&b", {"Cookie": "k=v", "Content-Type": "application/json"}, '{"x": [1]}')
+    kinds = [(x.kind, x.name, x.value) for x in request_fields(f)]
+    assert ("query", "a", "1") in kinds and ("query", "b", "") in kinds
+    assert ("cookie", "k", "v") in kinds and ("json", "x[]", "1") in kinds
+
+
+def test_truncation_is_recorded_and_keys_differ():
+    f = Features.build("POST", "/p", body=b"x" * 10, body_size=100)
+    assert f.truncated and f.canonical.truncated
+    assert f.cache_key("m@1") != f.cache_key("m@2")
+    assert f.cache_key("m@1") != Features.build("POST", "/p", body=b"x" * 10).cache_key("m@1")
+
+
+def test_deeply_nested_json_does_not_crash():
+    body = "[" * 5000 + "]" * 5000
+    f = Features.build("POST", "/", headers={"content-type": "application/json"}, body=body)
+    assert f.text  # falls back to the raw body
+
+
+def test_base64_expansion_keeps_jwt_readable():
+    token = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').decode().rstrip("=")
+    assert '"alg":"hs256"' in normalize(token)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    method=st.text(max_size=10),
+    path=st.text(max_size=200),
+    query=st.text(max_size=200),
+    headers=st.lists(st.tuples(st.text(max_size=20), st.text(max_size=80)), max_size=6),
+    body=st.binary(max_size=600),
+    ctype=st.sampled_from(["", "application/json", "application/x-www-form-urlencoded", "multipart/form-data; boundary=b", "text/xml"]),
+)
+def test_any_request_canonicalises(method, path, query, headers, body, ctype):
+    f = Features.build(method or "GET", path or "/", query, headers + [("content-type", ctype)], body)
+    text = f.text
+    assert isinstance(text, str)
+    text.encode("utf-8")  # always encodable: no lone surrogates reach the tokenizer
+    assert "\r" not in text

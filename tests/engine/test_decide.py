@@ -1,0 +1,102 @@
+"""engine/decide.py: overrides → cache → model behind the breaker → rules, each path and each fault."""
+
+import pytest
+
+from engine.decide import Decider, EngineSettings
+from engine.features import Features
+from engine.verdict import Source
+from tests.factories import FakeModel
+
+SQLI = Features.build("GET", "/", "id=1%27%20OR%201%3D1--")
+PAGE = Features.build("GET", "/products", "page=2", {"User-Agent": "Mozilla/5.0"})
+
+
+def make_decider(clock, model=None, **settings):
+    return Decider.create(EngineSettings(**{"timeout_ms": 30, **settings}), clock=clock, model=model)
+
+
+async def test_hanging_model_opens_the_breaker_and_rules_answer(clock):
+    model = FakeModel(hang=True)
+    d = make_decider(clock, model, failures_to_open=5, reset_after_s=30)
+    for _ in range(5):
+        v = await d.decide(SQLI)
+        assert v.source is Source.RULES and v.label == "block"  # the rules still block the attack
+    assert d.breaker.state == "open"
+    v = await d.decide(PAGE)
+    assert v.source is Source.RULES and v.label != "block"
+    assert model.calls == 5  # the open breaker does not call the model
+    health = d.health()
+    assert health["status"] == "unavailable" and "breaker" in health["reason"]
+    # recovery: after the reset time one trial goes through; success closes the breaker
+    model.hang = False
+    clock.advance(30)
+    v = await d.decide(PAGE)
+    assert v.source is Source.MODEL and model.calls == 6
+    assert d.breaker.state == "closed" and d.health()["status"] == "ok"
+
+
+async def test_failing_model_falls_back_to_rules(clock):
+    d = make_decider(clock, FakeModel(error=True))
+    v = await d.decide(SQLI)
+    assert v.source is Source.RULES and v.blocked
+    assert d.fallbacks["error"] == 1
+
+
+async def test_missing_bundle_decides_on_rules_and_health_says_why(clock, tmp_path):
+    d = make_decider(clock, bundle=str(tmp_path / "missing"))
+    assert d.model is None
+    assert (await d.decide(SQLI)).source is Source.RULES
+    health = d.health()
+    assert health["status"] == "unavailable" and "not a folder" in health["reason"]
+
+
+async def test_real_model_answers_then_cache_then_expiry(clock):
+    d = make_decider(clock, timeout_ms=5000, cache_ttl_s=600)
+    try:
+        first = await d.decide(PAGE)
+        assert first.source is Source.MODEL and first.model == d.model_id
+        again = await d.decide(Features.build("GET", "/products", "page=2", {"User-Agent": "Mozilla/5.0"}))
+        assert again.source is Source.CACHE and again.label == first.label
+        clock.advance(601)
+        assert (await d.decide(PAGE)).source is Source.MODEL
+        assert d.health()["status"] == "ok" and d.health()["model"]["name"]
+    finally:
+        await d.close()
+
+
+async def test_overrides_come_first(clock):
+    model = FakeModel(scores={"allow": 1.0})
+    d = make_decider(clock, model, overrides=({"id": "deny-admin", "action": "deny", "path_prefix": "/admin"},))
+    v = await d.decide(Features.build("GET", "/admin/users"))
+    assert v.source is Source.OVERRIDE and v.label == "block"
+    assert model.calls == 0
+
+
+async def test_rules_scan_what_a_truncated_model_input_missed(clock):
+    """The model saw only the start of the body and allowed it; the rules read the whole and block."""
+    from engine.verdict import Verdict
+
+    class Truncating(FakeModel):
+        async def predict(self, features):
+            v = await super().predict(features)
+            return Verdict(v.label, v.confidence, source=Source.MODEL, model=self.id, truncated=True)
+
+    body = "a=" + "x" * 1000 + "&q=1%27%20UNION%20SELECT%20password%20FROM%20users--"
+    f = Features.build("POST", "/form", headers={"content-type": "application/x-www-form-urlencoded"}, body=body)
+    v = await make_decider(clock, Truncating(scores={"origin": 1.0})).decide(f)
+    assert v.source is Source.RULES and v.blocked
+
+
+async def test_disabled_decisions_use_rules_routing(clock):
+    d = make_decider(clock, disabled=True)
+    v = await d.decide(PAGE)
+    assert d.model is None and v.source is Source.RULES
+    assert d.health()["status"] == "ok"
+
+
+@pytest.mark.parametrize("n", [3])
+async def test_counts_by_source(clock, n):
+    d = make_decider(clock, FakeModel(scores={"allow": 1.0}))
+    for _ in range(n):
+        await d.decide(PAGE)
+    assert d.counts["model"] == 1 and d.counts["cache"] == n - 1

@@ -1,0 +1,66 @@
+"""engine/model.py with the real default bundle: budgets, truncation, batching, long inputs."""
+
+import numpy as np
+import pytest
+
+from engine import bundle as bundles
+from engine.features import Features
+from engine.model import CLS, SEP, Model, fit
+
+
+@pytest.fixture(scope="module")
+def model():
+    return Model(bundles.load())
+
+
+@pytest.mark.parametrize(
+    "head, body, budget, want, cut",
+    [
+        ([5, 6], [7, 8], 10, [CLS, 5, 6, SEP, 7, 8], False),
+        ([5, 6], list(range(10, 30)), 10, [CLS, 5, 6, SEP, 10, 11, 12, 27, 28, 29], True),  # body head + tail
+        (list(range(10, 30)), [], 10, [CLS, *range(10, 18), SEP], True),  # head alone is cut
+        (list(range(10, 30)), [99] * 5, 10, [CLS, 10, 11, 12, 13, SEP, 99, 99, 99, 99], True),
+    ],
+)
+def test_fit(head, body, budget, want, cut):
+    ids, truncated = fit(head, body, budget)
+    assert ids == want and truncated is cut
+    assert len(ids) <= budget
+
+
+def test_scores_are_probabilities(model):
+    batch = [model.encode(Features.build("GET", "/index.html")), model.encode(Features.build("GET", "/a", "q=x" * 50))]
+    labels, feats = model.run(batch)
+    assert labels.shape == (2, 4) and feats.shape == (2, len(model.bundle.features))
+    assert np.allclose(labels.sum(axis=1), 1.0, atol=1e-3)
+    assert ((feats >= 0) & (feats <= 1)).all()
+
+
+def test_batch_equals_single(model):
+    fs = [Features.build("GET", "/x", f"id={i}" * (i + 1)) for i in range(5)]
+    encs = [model.encode(f) for f in fs]
+    together, _ = model.run(encs)
+    for i, e in enumerate(encs):
+        alone, _ = model.run([e])
+        assert np.allclose(together[i], alone[0], atol=2e-2)  # int8 activations are quantised per batch
+
+
+def test_full_budget_input_runs_and_is_marked(model):
+    body = ("lorem ipsum dolor sit amet " * 40000).encode()
+    enc = model.encode(Features.build("POST", "/doc", headers={"content-type": "text/plain"}, body=body))
+    assert enc.length == model.max_tokens == 65536
+    assert enc.truncated
+    labels, _ = model.run([enc])
+    assert labels.shape == (1, 4)
+
+
+def test_verdict_threshold_and_tags(model):
+    names = model.bundle.features
+    feats = np.zeros(len(names), dtype=np.float32)
+    feats[names.index("sqli")] = 0.9
+    feats[names.index("static")] = 0.8
+    v = model.verdict(np.array([0.99, 0.0, 0.0, 0.01], dtype=np.float32), feats)
+    assert v.label == "block" and v.features == ("sqli", "static")
+    v = model.verdict(np.array([0.01, 0.9, 0.05, 0.04], dtype=np.float32), feats)
+    assert v.label == "cache" and v.features == ("static",)  # attack tags only accompany a block
+    assert v.model == model.id
