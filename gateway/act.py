@@ -1,0 +1,138 @@
+"""act: carry out the Action — answer a block at the edge, or forward to the origin and stream back.
+
+Input: the Exchange with its features (holding the inspected body prefix), action and annotations.
+Output: the response the client got; a forwarded one has been streamed in full when this returns.
+
+Forwarding streams both ways: the origin receives the inspected prefix and then the rest of the client's
+stream, with the client's Content-Length when it sent one (chunked otherwise); the origin's status,
+headers and body come back as they are, never decompressed. Only this phase does I/O towards the origin.
+
+Short-circuits: a `block` answers the route's block response without contacting the origin. Before the
+response starts, an unreachable origin raises UpstreamError (502), a silent one UpstreamTimeout (504), a
+chunked body that runs past `limits.max_body_bytes` PayloadTooLarge (413). Once the first byte has gone
+to the client a failure can only cut the connection: it is recorded on `ex.error` for the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, AsyncIterator
+
+import aiohttp
+from aiohttp import web
+from multidict import CIMultiDict
+from yarl import URL
+
+from gateway import hops
+from gateway.errors import ClientGone, PayloadTooLarge, UpstreamError, UpstreamTimeout
+
+if TYPE_CHECKING:
+    from gateway.exchange import Exchange
+
+# aiohttp's client would otherwise add headers the client never sent
+SKIP_AUTO_HEADERS = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
+
+
+async def perform(ex: Exchange) -> web.StreamResponse:
+    if ex.action.blocks:
+        return block(ex)
+    return await forward(ex)  # `cache` as well, until the edge cache lands
+
+
+def block(ex: Exchange) -> web.Response:
+    answer = ex.action.block_response
+    headers = CIMultiDict(ex.headers.client)
+    headers["Content-Type"] = answer.content_type
+    return web.Response(status=answer.status, body=answer.body.encode("utf-8"), headers=headers)
+
+
+def target(origin: str, request: web.Request) -> URL:
+    """The origin URL's scheme, authority and path prefix, then the request's path and query as sent."""
+    base = URL(origin)
+    raw = request.raw_path if request.raw_path.startswith("/") else request.rel_url.raw_path_qs
+    return URL(f"{base.scheme}://{base.raw_authority}{base.raw_path.rstrip('/')}{raw}", encoded=True)
+
+
+async def forward(ex: Exchange) -> web.StreamResponse:
+    request, origin = ex.request, ex.config.origin
+    headers = hops.request_headers(request, origin.host == "preserve", ex.headers)
+    sent = ex.clock()
+    try:
+        upstream = await ex.session.request(
+            request.method,
+            target(origin.url, request),
+            headers=headers,
+            data=body(ex) if request.body_exists else None,
+            allow_redirects=False,
+            skip_auto_headers=SKIP_AUTO_HEADERS,
+        )
+    except asyncio.TimeoutError:  # aiohttp's connect and read timeouts are TimeoutErrors too
+        raise UpstreamTimeout(f"origin did not answer within {origin.timeout_s:g}s") from None
+    except aiohttp.ClientError as err:
+        limit = ex.config.limits.max_body_bytes
+        if limit is not None and ex.bytes_in > limit:
+            raise PayloadTooLarge(f"request body exceeds limits.max_body_bytes ({limit})") from None
+        raise UpstreamError(f"origin unreachable: {err}") from None
+    ex.upstream_s = ex.clock() - sent
+    try:
+        return await relay(ex, upstream)
+    finally:
+        if ex.error:  # never hand a half-read connection back to the pool
+            upstream.close()
+        else:
+            upstream.release()
+
+
+async def body(ex: Exchange) -> AsyncIterator[bytes]:
+    """The inspected prefix, then the rest of the client's stream, counted against the body limit."""
+    limit = ex.config.limits.max_body_bytes
+    head = ex.features.body
+    ex.bytes_in = len(head)
+    if head:
+        yield head
+    async for chunk in ex.request.content.iter_any():
+        ex.bytes_in += len(chunk)
+        if limit is not None and ex.bytes_in > limit:
+            # Raised inside aiohttp's writer, which wraps it; forward() tells it apart by the count.
+            raise PayloadTooLarge(f"request body exceeds limits.max_body_bytes ({limit})")
+        yield chunk
+
+
+async def relay(ex: Exchange, upstream: aiohttp.ClientResponse) -> web.StreamResponse:
+    response = web.StreamResponse(
+        status=upstream.status,
+        reason=upstream.reason,
+        headers=hops.response_headers(upstream.raw_headers, ex.headers),
+    )
+    try:
+        await response.prepare(ex.request)
+    except ConnectionError:
+        ex.error = ClientGone("client closed the connection before the response")
+        return response
+    while True:
+        try:
+            chunk = await upstream.content.readany()
+        except asyncio.TimeoutError:
+            ex.error = UpstreamTimeout("origin went silent mid-response")
+            return cut(ex, response)
+        except aiohttp.ClientError as err:
+            ex.error = UpstreamError(f"origin failed mid-response: {err}")
+            return cut(ex, response)
+        if not chunk:
+            break
+        try:
+            await response.write(chunk)
+        except ConnectionError:
+            ex.error = ClientGone("client closed the connection mid-response")
+            return response
+        ex.bytes_out += len(chunk)
+    await response.write_eof()
+    return response
+
+
+def cut(ex: Exchange, response: web.StreamResponse) -> web.StreamResponse:
+    """Close the client's connection without ending the body, so the client sees a truncated response
+    (no final chunk, or fewer bytes than Content-Length) rather than a complete-looking one."""
+    if ex.request.transport is not None:
+        ex.request.transport.close()
+    return response

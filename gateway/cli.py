@@ -1,0 +1,137 @@
+"""The `clef-gateway` command.
+
+    clef-gateway serve --origin URL [--listen HOST:PORT] [--admin HOST:PORT] [--config FILE] [--bundle DIR]
+    clef-gateway demo [--origin URL] [--listen HOST:PORT] [--admin HOST:PORT] [--bundle DIR] [--once]
+    clef-gateway check-config FILE
+
+Settings come from the config file (--config, or CLEF_CONFIG), then the environment (CLEF_ORIGIN,
+CLEF_LISTEN, CLEF_ADMIN, CLEF_MODEL_BUNDLE, CLEF_MODE, CLEF_LOG_LEVEL), then the flags. A config error
+prints one line naming the full key and exits 2; an address that cannot be bound exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from typing import Any
+
+from gateway import config as configs
+from gateway.config import Config
+from gateway.errors import ConfigError
+from gateway.server import ListenError, running
+
+EXIT_CONFIG = 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except ConfigError as err:
+        print(f"clef-gateway: config error: {err.message}", file=sys.stderr)
+        return EXIT_CONFIG
+    except ListenError as err:
+        print(f"clef-gateway: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="clef-gateway", description="An edge gateway that decides every request.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="proxy requests to an origin, deciding each one")
+    _common(serve)
+    serve.set_defaults(run=cmd_serve)
+
+    demo = sub.add_parser("demo", help="run a demo origin behind the gateway and send it some requests")
+    _common(demo)
+    demo.add_argument("--once", action="store_true", help="print the table and exit instead of serving")
+    demo.set_defaults(run=cmd_demo)
+
+    check = sub.add_parser("check-config", help="load and check a config file, then exit")
+    check.add_argument("file", metavar="FILE")
+    check.set_defaults(run=cmd_check_config)
+    return p
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--origin", metavar="URL", help="the origin to forward to (origin.url)")
+    p.add_argument("--listen", metavar="HOST:PORT", help="proxy address (default 127.0.0.1:8080)")
+    p.add_argument("--admin", metavar="HOST:PORT", help="admin address (default 127.0.0.1:9901)")
+    p.add_argument("--config", metavar="FILE", help="YAML config (default: $CLEF_CONFIG, else built-in defaults)")
+    p.add_argument("--bundle", metavar="DIR", help="model bundle folder (default: the bundled model)")
+
+
+def load(args: argparse.Namespace, base: dict[str, Any] | None = None) -> Config:
+    path = args.config or os.environ.get("CLEF_CONFIG") or None
+    flags = {"origin.url": args.origin, "listen": args.listen, "admin.listen": args.admin, "model.bundle": args.bundle}
+    if path is None and base is not None:
+        return configs.from_dict(base, overrides=flags)
+    return configs.load(path, overrides=flags)
+
+
+def setup_logging(config: Config) -> None:
+    """Access lines go to stdout exactly as observe writes them (JSON); everything else to stderr."""
+    level = getattr(logging, config.logging.level.upper())
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    access = logging.getLogger("clef.access")
+    access.handlers[:] = [logging.StreamHandler(sys.stdout)]
+    access.setLevel(logging.INFO)
+    access.propagate = False
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    config = load(args)
+    config.require_origin()
+    setup_logging(config)
+    asyncio.run(_serve(config))
+    return 0
+
+
+async def _serve(config: Config) -> None:
+    async with running(config) as gw:
+        model = gw.decider.health().get("model") or {}
+        name = f"{model.get('name')}@{model.get('version')}" if model else "none (deciding on rules)"
+        print(
+            f"clef-gateway: proxy {gw.proxy_url} -> {config.origin.url}, admin {gw.admin_url}, model {name}",
+            file=sys.stderr,
+            flush=True,
+        )
+        await until_signalled()
+
+
+async def until_signalled() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):  # not on this platform or not the main thread
+            pass
+    await stop.wait()
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from gateway import demo
+
+    return asyncio.run(demo.run(args))
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    config = configs.load(args.file)
+    routes = ", ".join(f"{r.prefix} ({r.mode})" for r in config.routes) or "none"
+    print(
+        f"{args.file}: ok (listen {config.listen}, admin {config.admin.listen}, "
+        f"origin {config.origin.url or 'unset'}, mode {config.mode}, routes: {routes})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

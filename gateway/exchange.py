@@ -1,0 +1,86 @@
+"""Exchange: the state of one request on its way through the phases.
+
+handle() fills it in order: features, verdict, action, headers, response (or error). Each of those is
+stamped with the clock when it is set, so observe can say how long deciding took without the phases
+timing themselves. act adds what only it knows: when the origin answered and how many bytes went by.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from aiohttp import ClientSession, web
+
+from gateway.config import Config, Route
+
+if TYPE_CHECKING:
+    from engine.features import Features
+    from engine.verdict import Verdict
+    from gateway.actions import Action
+    from gateway.annotate import Annotations
+    from gateway.errors import GatewayError
+
+CONFIG: web.AppKey[Config] = web.AppKey("clef_config", Config)
+DECIDER: web.AppKey[Any] = web.AppKey("clef_decider", object)  # engine.decide.Decider, once started
+SESSION: web.AppKey[ClientSession] = web.AppKey("clef_session", ClientSession)
+CLOCK: web.AppKey[Callable[[], float]] = web.AppKey("clef_clock", object)
+
+STAMPED = ("features", "verdict", "action", "headers", "response")
+
+
+@dataclass(eq=False)
+class Exchange:
+    request: web.Request
+    config: Config
+    decider: Any
+    session: ClientSession | None
+    clock: Callable[[], float] = time.perf_counter
+    stamps: dict[str, float] = field(default_factory=dict)  # before the stamped fields: __setattr__ needs it
+    started: float = 0.0
+    route: Route | None = None
+    features: Features | None = None
+    verdict: Verdict | None = None
+    action: Action | None = None
+    headers: Annotations | None = None
+    response: web.StreamResponse | None = None
+    error: GatewayError | None = None
+    upstream_s: float | None = None  # from sending the request to the origin's response headers
+    bytes_in: int = 0  # request body bytes read from the client
+    bytes_out: int = 0  # response body bytes written to the client
+
+    @classmethod
+    def begin(cls, request: web.Request) -> "Exchange":
+        app = request.app
+        config = app[CONFIG]
+        clock = app.get(CLOCK, time.perf_counter)
+        return cls(
+            request=request,
+            config=config,
+            decider=app.get(DECIDER),
+            session=app.get(SESSION),
+            clock=clock,
+            route=config.route(request.raw_path.partition("?")[0]),
+            started=clock(),
+        )
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name in STAMPED and value is not None:
+            self.stamps[name] = self.clock()
+
+    @property
+    def decision_s(self) -> float | None:
+        if "verdict" in self.stamps and "features" in self.stamps:
+            return self.stamps["verdict"] - self.stamps["features"]
+        return None
+
+    @property
+    def status(self) -> int:
+        """What the client got: the response's status, the error's, or 499 when the client went away first."""
+        if self.response is not None:
+            return self.response.status
+        if self.error is not None:
+            return self.error.status
+        return 499

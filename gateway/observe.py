@@ -1,0 +1,74 @@
+"""observe: one structured access-log line per request, whatever happened.
+
+Input: the Exchange as handle() leaves it: possibly without a verdict (a 413 before deciding), without a
+response (the client went away), with an error (502, 504, a cut stream). Output: nothing; one JSON line on
+the `clef.access` logger (the CLI prints those lines to stdout as they are). Never raises: a request must
+not fail because it could not be logged.
+
+Fields: time, client, method, path (without the query: queries carry secrets and payloads, and the
+decision already says what was in them), status, bytes_in, bytes_out, decision, confidence, features,
+source, model, action, intended, mode, route, decision_ms, upstream_ms, total_ms, and error when one
+occurred.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gateway.exchange import Exchange
+
+log = logging.getLogger("clef.access")
+errors = logging.getLogger("clef.gateway")
+
+
+def record(ex: Exchange) -> None:
+    if not ex.config.logging.access_log or not log.isEnabledFor(logging.INFO):
+        return
+    try:
+        log.info(json.dumps(entry(ex), separators=(",", ":"), ensure_ascii=False))
+    except Exception:  # a log line is never worth a failed request
+        errors.exception("could not write the access log line")
+
+
+def entry(ex: Exchange) -> dict[str, Any]:
+    request, verdict, action = ex.request, ex.verdict, ex.action
+    line: dict[str, Any] = {
+        "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "client": request.remote or "",
+        "method": request.method,
+        "path": request.raw_path.partition("?")[0],
+        "status": ex.status,
+        "bytes_in": ex.bytes_in,
+        "bytes_out": ex.bytes_out or _length(ex),
+        "decision": verdict.label if verdict else None,
+        "confidence": round(float(verdict.confidence), 3) if verdict else None,
+        "features": list(verdict.features) if verdict else [],
+        "source": verdict.source.value if verdict else None,
+        "model": verdict.model if verdict else None,
+        "action": action.kind if action else None,
+        "intended": action.intended if action else None,
+        "mode": action.mode if action else (ex.route.mode if ex.route else None),
+        "route": action.route if action else (ex.route.prefix if ex.route else None),
+        "decision_ms": _ms(ex.decision_s),
+        "upstream_ms": _ms(ex.upstream_s),
+        "total_ms": _ms(ex.clock() - ex.started),
+    }
+    if verdict is not None and verdict.truncated:
+        line["truncated"] = True
+    if ex.error is not None:
+        line["error"] = {"type": ex.error.kind, "message": ex.error.message}
+    return line
+
+
+def _length(ex: Exchange) -> int:
+    # A block (or any plain Response) is not streamed by act: its body length is what it holds.
+    body = getattr(ex.response, "body", None)
+    return len(body) if isinstance(body, (bytes, bytearray)) else 0
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000.0, 3)

@@ -1,0 +1,218 @@
+"""Test doubles and builders shared by the test packages.
+
+- `FakeClock`: time that only moves when a test advances it.
+- `FakeModel(scores=… | error=… | hang=…)`: a stand-in for the engine's model, to reach faults.
+- `make_config(raw, origin=…)`: a Config from a dict, with the environment kept out.
+- `make_exchange(...)`: an Exchange around a mocked request, for phase tests.
+- `Upstream`: an origin (a real aiohttp server on loopback) that records what it received.
+- `raw_url(client, target)`: a URL that keeps a request target as typed (`/../x`, `%27`), unnormalised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import hashlib
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+from aiohttp.test_utils import TestClient, make_mocked_request
+from yarl import URL
+
+from engine.errors import EngineError
+from engine.features import Features
+from engine.verdict import Source, Verdict
+from gateway import config as configs
+from gateway.config import Config
+from gateway.exchange import CONFIG, Exchange
+
+MiB = 1 << 20
+
+
+class FakeClock:
+    def __init__(self, start: float = 1000.0):
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class FakeModel:
+    """Answers from fixed scores ({"block": 0.9, "allow": 0.1}: the top one wins), or fails on purpose."""
+
+    def __init__(
+        self,
+        scores: dict[str, float] | None = None,
+        error: bool = False,
+        hang: bool = False,
+        features: tuple[str, ...] = (),
+    ):
+        self.scores = scores or {"allow": 1.0}
+        self.error = error
+        self.hang = hang
+        self.tags = features
+        self.id = "fake@1"
+        self.calls = 0
+        self.seen: list[Features] = []
+        self.closed = False
+
+    def info(self) -> dict[str, Any]:
+        return {"name": "fake", "version": "1", "labels": ["block", "cache", "origin", "allow"], "features": []}
+
+    async def predict(self, features: Features) -> Verdict:
+        self.calls += 1
+        self.seen.append(features)
+        if self.hang:
+            await asyncio.Event().wait()  # until the decider's timeout cancels it
+        if self.error:
+            raise EngineError("fake model failed")
+        label = max(self.scores, key=self.scores.__getitem__)
+        return Verdict(label, self.scores[label], features=self.tags, source=Source.MODEL, model=self.id)
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+class Spy:
+    """Wraps a model (the real one) and keeps the Features it was asked about."""
+
+    def __init__(self, model: Any):
+        self.model = model
+        self.id = model.id
+        self.seen: list[Features] = []
+
+    def info(self) -> dict[str, Any]:
+        return self.model.info()
+
+    async def predict(self, features: Features) -> Verdict:
+        self.seen.append(features)
+        return await self.model.predict(features)
+
+    async def close(self) -> None:
+        await self.model.close()
+
+
+def make_config(raw: dict[str, Any] | None = None, origin: str | None = "http://127.0.0.1:1") -> Config:
+    raw = dict(raw or {})
+    if origin is not None:
+        raw["origin"] = {"url": origin, **raw.get("origin", {})}
+    return configs.from_dict(raw, env={})
+
+
+def make_exchange(
+    method: str = "GET",
+    path: str = "/",
+    headers: dict[str, str] | None = None,
+    config: Config | None = None,
+    decider: Any = None,
+) -> Exchange:
+    app = web.Application()
+    app[CONFIG] = config or make_config()
+    request = make_mocked_request(method, path, headers=headers or {}, app=app)
+    ex = Exchange.begin(request)
+    ex.decider = decider
+    return ex
+
+
+def raw_url(client: TestClient, target: str) -> URL:
+    """The client's server URL with `target` appended exactly as written (no dot-segment removal)."""
+    return URL(str(client.make_url("")).rstrip("/") + target, encoded=True)
+
+
+def payload(size: int, seed: int = 7) -> bytes:
+    return random.Random(seed).randbytes(size)
+
+
+@dataclass
+class Seen:
+    """One request as the origin received it."""
+
+    method: str
+    target: str  # raw path and query
+    headers: list[tuple[str, str]]  # in order, repeats kept
+    size: int
+    sha256: str
+    chunked: bool
+
+    def header(self, name: str) -> str | None:
+        values = self.all(name)
+        return values[0] if values else None
+
+    def all(self, name: str) -> list[str]:
+        return [v for k, v in self.headers if k.lower() == name.lower()]
+
+
+@dataclass
+class Upstream:
+    """An origin on loopback. Every request is recorded in `seen`; the paths below answer specially."""
+
+    seen: list[Seen] = field(default_factory=list)
+    url: str = ""
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * MiB)
+        app.router.add_get("/download/{size:\\d+}", self.download)
+        app.router.add_get("/cookies", self.cookies)
+        app.router.add_get("/hop", self.hop)
+        app.router.add_get("/gzip", self.gzipped)
+        app.router.add_get("/hang", self.hang)
+        app.router.add_route("*", "/{tail:.*}", self.echo)
+        return app
+
+    async def record(self, request: web.Request) -> Seen:
+        h, size = hashlib.sha256(), 0
+        async for chunk in request.content.iter_any():
+            h.update(chunk)
+            size += len(chunk)
+        seen = Seen(
+            method=request.method,
+            target=request.raw_path,
+            headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.raw_headers],
+            size=size,
+            sha256=h.hexdigest(),
+            chunked="chunked" in request.headers.get("Transfer-Encoding", "").lower(),
+        )
+        self.seen.append(seen)
+        return seen
+
+    async def echo(self, request: web.Request) -> web.Response:
+        seen = await self.record(request)
+        return web.json_response({"size": seen.size, "sha256": seen.sha256}, headers={"X-Origin": "yes"})
+
+    async def download(self, request: web.Request) -> web.StreamResponse:
+        await self.record(request)
+        data = payload(int(request.match_info["size"]))
+        response = web.StreamResponse(headers={"X-Sha256": hashlib.sha256(data).hexdigest()})
+        await response.prepare(request)  # no Content-Length: chunked
+        for i in range(0, len(data), 256 * 1024):
+            await response.write(data[i : i + 256 * 1024])
+        await response.write_eof()
+        return response
+
+    async def cookies(self, request: web.Request) -> web.Response:
+        await self.record(request)
+        response = web.Response(text="two cookies")
+        response.headers.add("Set-Cookie", "a=1; Path=/; HttpOnly")
+        response.headers.add("Set-Cookie", "b=2; Path=/; Secure")
+        return response
+
+    async def hop(self, request: web.Request) -> web.Response:
+        await self.record(request)
+        headers = {"Keep-Alive": "timeout=5", "Proxy-Authenticate": "Basic", "X-Private": "hop", "X-End": "kept"}
+        response = web.Response(text="hop", headers=headers)
+        response.headers["Connection"] = "X-Private"
+        return response
+
+    async def gzipped(self, request: web.Request) -> web.Response:
+        await self.record(request)
+        return web.Response(body=gzip.compress(b"hello " * 100), headers={"Content-Encoding": "gzip"})
+
+    async def hang(self, request: web.Request) -> web.Response:
+        await self.record(request)
+        await asyncio.Event().wait()  # never answers; the gateway's timeout ends it
+        raise AssertionError("unreachable")

@@ -1,0 +1,73 @@
+"""The gateway under test: the proxy and admin apps on loopback, in front of the recording origin,
+with the real rules and the real default model bundle unless a test passes a fake to reach a fault."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+
+from gateway.app import build_admin_app, build_app
+from gateway.config import Config
+from gateway.exchange import DECIDER
+from tests.factories import make_config
+
+
+@dataclass
+class Gateway:
+    proxy: TestClient
+    admin: TestClient
+    config: Config
+    app: web.Application
+
+    @property
+    def decider(self) -> Any:
+        return self.app[DECIDER]
+
+
+@pytest.fixture(scope="session")
+def bundle_model():
+    """The default bundle's ONNX session, loaded once: it holds no event-loop state, so tests share it."""
+    from engine import bundle
+    from engine.model import Model
+
+    model = Model(bundle.load(None))
+    model.warm_up()
+    return model
+
+
+@pytest.fixture
+def real_model(bundle_model):
+    """A fresh runner (batcher, lanes) around the shared session, for this test's event loop."""
+    from engine.decide import ModelRunner
+
+    return lambda: ModelRunner(bundle_model, max_batch=16, max_queue=1024)
+
+
+@pytest.fixture
+def make_gateway(aiohttp_client, upstream, real_model) -> Callable[..., Any]:
+    async def make(
+        raw: dict[str, Any] | None = None, *, model: Any = None, clock: Any = None, origin: str | None = None,
+        load_bundle: bool = False,
+    ) -> Gateway:  # fmt: skip
+        config = make_config(raw, origin=origin or upstream.url)
+        if model is None and not load_bundle:
+            model = real_model()
+        app = build_app(config, clock=clock, model=model)
+        proxy = await aiohttp_client(app)
+        admin = await aiohttp_client(build_admin_app(config, app))
+        return Gateway(proxy, admin, config, app)
+
+    return make
+
+
+@pytest.fixture
+def access_log(caplog) -> Callable[[], list[dict[str, Any]]]:
+    """The access-log lines written so far, parsed."""
+    caplog.set_level(logging.INFO, logger="clef.access")
+    return lambda: [json.loads(r.getMessage()) for r in caplog.records if r.name == "clef.access"]
