@@ -1,0 +1,241 @@
+"""The rule engine: the model's fallback, and the home of the operator's overrides.
+
+Input: Features. Output: `evaluate()` → Verdict (source RULES), `scan()` → RuleResult (score, rule ids,
+tags), `override()` → Verdict (source OVERRIDE) or None.
+
+Scoring is CRS-style anomaly scoring: every matching rule adds its score once (critical 5, error 4,
+warning 3, notice 2) and the request is blocked when the total reaches the ruleset's threshold (5 by
+default), so one critical rule blocks alone and weaker signals block only together.
+
+Confidence is monotone in the score s, with threshold T:
+    blocked (s >= T):  0.75 + 0.24 * (1 - exp(-(s - T) / T))   0.75 at the threshold, → 0.99
+    not blocked:       0.90 - 0.40 * s / T                     0.90 with no match, → 0.50 near T
+so a block grows surer as evidence piles up, and a pass grows less sure.
+
+Speed: everything is compiled at load. For each set of targets a unit can belong to and each chain of
+transformations, the patterns of all rules that apply are folded into one `re2.Set`, so one value is
+scanned once per distinct chain, not once per rule. A transformed value is computed once per unit and
+chain (prefixes shared). Only non-pattern operators (libinjection, equals, ip, length, negated patterns)
+run one by one, and they are few.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import re2
+
+from engine.features import Features
+from engine.labels import ATTACK_FEATURES, route_label
+from engine.verdict import Source, Verdict
+from rules.operators import _bytes, re2_options
+from rules.overrides import Override, parse_overrides
+from rules.schema import Condition, Rule, RuleError, Ruleset, load_ruleset
+from rules.targets import Unit, units
+from rules.transforms import TRANSFORMS
+
+DEFAULT_PATH = Path(__file__).with_name("default.yaml")
+log = logging.getLogger(__name__)
+
+__all__ = ["RuleEngine", "RuleError", "RuleResult", "confidence"]
+
+
+@dataclass(frozen=True, slots=True)
+class RuleResult:
+    score: int
+    rules: tuple[str, ...]  # ids of the matching rules, in ruleset order
+    tags: tuple[str, ...]  # their feature tags, deduplicated, in order
+    threshold: int
+    label: str | None = None  # a `label:` of a matching rule, if any (first in ruleset order)
+
+    @property
+    def blocked(self) -> bool:
+        return self.score >= self.threshold
+
+
+def confidence(score: int, threshold: int) -> float:
+    """See the module docstring: increasing in score when blocked, decreasing when not."""
+    if score >= threshold:
+        return 0.75 + 0.24 * (1.0 - math.exp(-(score - threshold) / threshold))
+    return 0.90 - 0.40 * score / threshold
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The work for one chain of transformations on units of one target set."""
+
+    chain: tuple[str, ...]
+    set: Any  # re2.Set of the pattern rules, or None
+    set_rules: tuple[int, ...]  # Set index → rule index
+    slow: tuple[int, ...]  # rules whose operator runs on its own
+
+
+def _transformed(unit: Unit, chain: tuple[str, ...]) -> str:
+    """The unit's value after `chain`, memoised per prefix so chains sharing a start share the work."""
+    cache = unit.cache
+    if chain in cache:
+        return cache[chain]
+    value = _transformed(unit, chain[:-1]) if chain else unit.value
+    if chain:
+        value = TRANSFORMS[chain[-1]](value)
+    cache[chain] = value
+    return value
+
+
+def _encoded(unit: Unit, chain: tuple[str, ...]) -> bytes:
+    key = ("bytes",) + chain
+    if key not in unit.cache:
+        unit.cache[key] = _bytes(_transformed(unit, chain))
+    return unit.cache[key]
+
+
+class RuleEngine:
+    def __init__(self, ruleset: Ruleset, overrides: tuple[Override, ...] = ()):
+        self.ruleset = ruleset
+        self.rules = ruleset.rules
+        self.overrides = overrides
+        self.threshold = ruleset.threshold
+        self.model = f"rules:{ruleset.name}@{ruleset.version}"
+        self.wanted = frozenset(t for r in self.rules for c in (r, *r.chain) for t in c.targets)
+        self._plans: dict[tuple[str, ...], tuple[_Plan, ...]] = {}
+        self._sets: dict[tuple, Any] = {}
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, overrides: Iterable[dict] = ()) -> "RuleEngine":
+        """None loads the packaged rules/default.yaml. Raises RuleError on any invalid rule or override."""
+        if path is None:
+            ruleset = load_ruleset(DEFAULT_PATH, source="rules/default.yaml")
+        else:
+            ruleset = load_ruleset(Path(path))
+        engine = cls(ruleset, parse_overrides(list(overrides or ())))
+        engine._compile_plans()
+        return engine
+
+    # ---- compilation -------------------------------------------------------------------------
+
+    def _compile_plans(self) -> None:
+        """Build every plan now, so load fails loudly and requests never compile anything.
+
+        A unit's target tuple is drawn from a finite set: each field kind's targets plus named headers
+        that rules mention, all filtered by `wanted`. Enumerate them by building units for synthetic
+        header names cheaply: plans are keyed by the tuple itself and built on first use otherwise."""
+        for tuple_ in self._target_tuples():
+            self._plans_for(tuple_)
+
+    def _target_tuples(self) -> set[tuple[str, ...]]:
+        from rules.targets import _KIND_TARGETS, NAMED_PREFIX
+
+        w = self.wanted
+        raw = [(t,) for t in ("method", "path", "uri", "query_string", "client", "body", "uploads",
+                              "upload_names", "header_names", "header_list", "headers")]  # fmt: skip
+        raw += [v for pair in _KIND_TARGETS.values() for v in pair] + [("form_names", "args_names")]
+        raw += [("headers", t) for t in w if t.startswith(NAMED_PREFIX)]
+        out = {tuple(t for t in tup if t in w) for tup in raw}
+        return {t for t in out if t}
+
+    def _plans_for(self, targets: tuple[str, ...]) -> tuple[_Plan, ...]:
+        plans = self._plans.get(targets)
+        if plans is None:
+            plans = self._plans[targets] = self._build_plans(targets)
+        return plans
+
+    def _build_plans(self, targets: tuple[str, ...]) -> tuple[_Plan, ...]:
+        chains: dict[tuple[str, ...], tuple[list[int], list[int]]] = {}
+        for i, rule in enumerate(self.rules):
+            if any(t in rule.targets for t in targets):
+                pattern_rules, slow = chains.setdefault(rule.transforms, ([], []))
+                op = rule.operator
+                (pattern_rules if op.pattern is not None and not op.negate else slow).append(i)
+        plans = []
+        for chain, (pattern_rules, slow) in chains.items():
+            rset = self._set([self.rules[i].operator.pattern for i in pattern_rules]) if pattern_rules else None
+            plans.append(_Plan(chain, rset, tuple(pattern_rules), tuple(slow)))
+        return tuple(plans)
+
+    def _set(self, patterns: list[str]) -> Any:
+        key = tuple(patterns)
+        if key not in self._sets:
+            s = re2.Set.SearchSet(re2_options())
+            for p in patterns:
+                s.Add(p)
+            s.Compile()
+            self._sets[key] = s
+        return self._sets[key]
+
+    # ---- evaluation --------------------------------------------------------------------------
+
+    def _matches(self, rule: Rule, unit: Unit) -> bool:
+        return rule.operator.test(_transformed(unit, rule.transforms))
+
+    def _chain_holds(self, rule: Rule, request_units: list[Unit]) -> bool:
+        return all(self._condition_holds(c, request_units) for c in rule.chain)
+
+    def _condition_holds(self, cond: Condition, request_units: list[Unit]) -> bool:
+        for unit in request_units:
+            if any(t in cond.targets for t in unit.targets) and cond.accepts(unit.value):
+                if cond.operator.test(_transformed(unit, cond.transforms)):
+                    return True
+        return False
+
+    def _scan_units(self, request_units: list[Unit]) -> set[int]:
+        matched: set[int] = set()
+        rules = self.rules
+        for unit in request_units:
+            for plan in self._plans_for(unit.targets):
+                candidates: list[int] = []
+                if plan.set is not None:
+                    hits = plan.set.Match(_encoded(unit, plan.chain))
+                    if hits:
+                        candidates = [plan.set_rules[h] for h in hits]
+                for i in candidates:
+                    if i not in matched and rules[i].accepts(unit.value):
+                        if not rules[i].chain or self._chain_holds(rules[i], request_units):
+                            matched.add(i)
+                for i in plan.slow:
+                    if i not in matched and rules[i].accepts(unit.value) and self._matches(rules[i], unit):
+                        if not rules[i].chain or self._chain_holds(rules[i], request_units):
+                            matched.add(i)
+        return matched
+
+    def scan(self, features: Features) -> RuleResult:
+        """The anomaly score, matching rule ids and tags; no decision. May raise on a broken input."""
+        matched = sorted(self._scan_units(units(features, self.wanted)))
+        hits = [self.rules[i] for i in matched]
+        tags = tuple(dict.fromkeys(t for r in hits for t in r.tags))
+        label = next((r.label for r in hits if r.label), None)
+        return RuleResult(sum(r.score for r in hits), tuple(r.id for r in hits), tags, self.threshold, label)
+
+    def evaluate(self, features: Features) -> Verdict:
+        """Block at the threshold, else the routing decision. Never raises."""
+        try:
+            result = self.scan(features)
+        except Exception:  # a rules fallback that crashes would take the gateway down with the model
+            log.exception("rule scan failed; answering with the routing decision")
+            result = RuleResult(0, (), (), self.threshold)
+        return self.verdict(features, result)
+
+    def verdict(self, features: Features, result: RuleResult) -> Verdict:
+        try:
+            label, routing = route_label(features)
+        except Exception:
+            log.exception("route_label failed")
+            label, routing = "origin", ()
+        conf = confidence(result.score, result.threshold)
+        if result.blocked:
+            attack = tuple(t for t in result.tags if t in ATTACK_FEATURES)
+            return Verdict("block", conf, features=attack + routing, source=Source.RULES, model=self.model)
+        return Verdict(result.label or label, conf, features=routing, source=Source.RULES, model=self.model)
+
+    def override(self, features: Features) -> Verdict | None:
+        """The first operator override that matches, or None. Never raises."""
+        for o in self.overrides:
+            try:
+                if o.matches(features):
+                    return o.verdict(features)
+            except Exception:
+                log.exception("override %s failed", o.id)
+        return None

@@ -1,0 +1,154 @@
+"""Measure a ruleset on labelled data: `python -m rules.eval --data FILE.jsonl [--limit N]`.
+
+Input, one of:
+  --data FILE      request-shaped JSONL: method, path, query, headers (dict or list of pairs), body,
+                   label, attack_class. A label other than benign/cache/origin/allow counts as an attack.
+  --payloads FILE  payload JSONL (../shared/data/payloads*.jsonl, benign_api.jsonl): each value is
+                   embedded in a request by its `context` (param → query value, path, header:<Name>,
+                   body, url, header lines, raw request, upload, graphql, token).
+  --text FILE      free-text JSONL (`text` field, benign_text.jsonl), embedded as a form field and
+                   as a JSON string of a POST (`--embed`), both counted as benign requests.
+Output (stdout): per-class TPR, overall TPR, FPR, median/p99 evaluation time; a progress line on stderr.
+`--show-fn/--show-fp N` print missed attacks / false positives with the rules that fired.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from collections import Counter, defaultdict
+from typing import Iterator
+
+from engine.features import Features
+from rules.embed import from_payload, from_text
+from rules.engine import RuleEngine
+
+BENIGN_LABELS = frozenset({"benign", "cache", "origin", "allow"})
+
+
+def read_jsonl(path: str) -> Iterator[dict]:
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield json.loads(line)
+
+
+def samples(args: argparse.Namespace) -> Iterator[tuple[Features, bool, str, str]]:
+    """(features, is_attack, class, a short description) for every record of the chosen input."""
+    if args.data:
+        for rec in read_jsonl(args.data):
+            attack = str(rec.get("label", "benign")).lower() not in BENIGN_LABELS
+            cls = (rec.get("attack_class") or "unknown") if attack else "benign"
+            desc = f"{rec.get('method', 'GET')} {rec.get('path', '/')}?{rec.get('query', '')}"
+            yield Features.from_record(rec), attack, cls, desc
+    elif args.payloads:
+        for rec in read_jsonl(args.payloads):
+            attack = str(rec.get("label", "benign")).lower() not in BENIGN_LABELS
+            cls = (rec.get("attack_class") or "unknown") if attack else "benign"
+            ctx = rec.get("context", "param")
+            yield from_payload(rec["payload"], ctx), attack, cls, f"[{ctx}] {rec['payload']}"
+    else:
+        for rec in read_jsonl(args.text):
+            for how in args.embed.split(","):
+                desc = f"[{how} {rec.get('kind', '')}/{rec.get('source', '')}] {rec['text']}"
+                yield from_text(rec["text"], how), False, "benign", desc
+
+
+def _limited(it: Iterator, args: argparse.Namespace) -> list:
+    items = list(it)
+    if args.shuffle is not None:
+        random.Random(args.shuffle).shuffle(items)
+    return items[: args.limit] if args.limit else items
+
+
+def run(args: argparse.Namespace) -> dict:
+    engine = RuleEngine.load(args.rules)
+    items = _limited(samples(args), args)
+    per_class: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # class → [seen, blocked]
+    times: list[float] = []
+    fired: Counter = Counter()
+    shown = {"fn": 0, "fp": 0}
+    for n, (features, attack, cls, desc) in enumerate(items, 1):
+        t0 = time.perf_counter()
+        verdict = engine.evaluate(features)
+        times.append(time.perf_counter() - t0)
+        blocked = verdict.label == "block"
+        per_class[cls][0] += 1
+        per_class[cls][1] += blocked
+        if blocked and not attack:
+            fired.update(engine.scan(features).rules)
+        _show(args, engine, shown, features, attack, blocked, desc)
+        if n % 2000 == 0 or n == len(items):
+            print(f"\r{n}/{len(items)} records", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    return _report(per_class, times, fired)
+
+
+def _show(args, engine, shown, features, attack, blocked, desc) -> None:
+    kind = "fn" if attack and not blocked else "fp" if blocked and not attack else None
+    if kind is None or shown[kind] >= getattr(args, f"show_{kind}"):
+        return
+    shown[kind] += 1
+    r = engine.scan(features)
+    print(f"{kind.upper()} score={r.score} {','.join(r.rules)} :: {desc[:300]!r}")
+
+
+def _report(per_class: dict, times: list[float], fired: Counter) -> dict:
+    attack_seen = sum(s for c, (s, _) in per_class.items() if c != "benign")
+    attack_hit = sum(b for c, (_, b) in per_class.items() if c != "benign")
+    benign_seen, benign_hit = per_class.get("benign", [0, 0])
+    out = {
+        "classes": {c: {"n": s, "blocked": b, "rate": round(b / s, 4) if s else None} for c, (s, b) in sorted(per_class.items())},
+        "tpr": round(attack_hit / attack_seen, 4) if attack_seen else None,
+        "fpr": round(benign_hit / benign_seen, 4) if benign_seen else None,
+        "attacks": attack_seen,
+        "benign": benign_seen,
+        "median_ms": round(statistics.median(times) * 1000, 3) if times else None,
+        "p99_ms": round(sorted(times)[int(len(times) * 0.99) - 1 if len(times) > 1 else 0] * 1000, 3) if times else None,
+        "fp_rules": dict(fired.most_common(15)),
+    }
+    return out
+
+
+def print_report(out: dict) -> None:
+    print(f"{'class':<22}{'n':>8}{'blocked':>9}{'rate':>9}")
+    for c, v in out["classes"].items():
+        name = c + (" (FPR)" if c == "benign" else "")
+        print(f"{name:<22}{v['n']:>8}{v['blocked']:>9}{v['rate']:>9.2%}")
+    if out["tpr"] is not None:
+        print(f"attack TPR {out['tpr']:.2%} over {out['attacks']} attacks")
+    if out["fpr"] is not None:
+        print(f"FPR {out['fpr']:.2%} over {out['benign']} benign")
+    print(f"evaluate(): median {out['median_ms']} ms, p99 {out['p99_ms']} ms")
+    if out["fp_rules"]:
+        print("rules behind false positives:", ", ".join(f"{k}={v}" for k, v in out["fp_rules"].items()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m rules.eval", description=__doc__.split("\n")[0])
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--data", help="request-shaped JSONL")
+    src.add_argument("--payloads", help="payload JSONL, embedded by context")
+    src.add_argument("--text", help="free-text JSONL, embedded as form/JSON values (benign)")
+    p.add_argument("--embed", default="form,json", help="for --text: form, json, query (comma-separated)")
+    p.add_argument("--rules", default=None, help="ruleset YAML (default: the packaged default.yaml)")
+    p.add_argument("--limit", type=int, default=0, help="evaluate at most N records")
+    p.add_argument("--shuffle", type=int, default=None, metavar="SEED", help="shuffle before --limit")
+    p.add_argument("--show-fn", type=int, default=0, metavar="N", help="print N missed attacks")
+    p.add_argument("--show-fp", type=int, default=0, metavar="N", help="print N false positives")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = p.parse_args(argv)
+    out = run(args)
+    if args.json:
+        print(json.dumps(out, indent=1))
+    else:
+        print_report(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""Targets: the request parts a rule can select, and the split of one request into scan units.
+
+Input: Features (through engine.fields.request_fields, so "a query argument" or "a JSON leaf" means what
+it means for the canonical text). Output: a bounded list of `Unit`s, each one raw string together with the
+target names it belongs to (a query value belongs to `query` and `args`; a User-Agent value to `headers`
+and `headers:user-agent`).
+
+Bounds: at most `PER_KIND` units of one kind are kept separate; the rest of that kind is joined into one
+unit (values separated by newlines). A body with ten thousand JSON leaves is then scanned in a handful of
+passes instead of ten thousand, at the cost of per-value length filters on the joined part.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.features import Features
+from engine.fields import Field, request_fields, text_of
+
+# target name → what it selects
+TARGETS = {
+    "method": "the request method",
+    "path": "the raw path",
+    "uri": "path and query as sent (`/a?b=c`)",
+    "query_string": "the raw query string",
+    "query": "query argument values",
+    "query_names": "query argument names",
+    "form": "form and multipart text values",
+    "form_names": "form and multipart text field names",
+    "json": "JSON leaf values",
+    "json_names": "JSON leaf paths (`a.b[].c`)",
+    "args": "query, form and JSON values",
+    "args_names": "query, form and JSON names",
+    "uploads": "multipart file contents (printable strings of binary files)",
+    "upload_names": "multipart file names",
+    "headers": "every header value (`headers:<name>` for one header)",
+    "header_names": "header names",
+    "header_list": "all header names, lower case, one a line in order (duplicates, combinations)",
+    "cookies": "cookie values",
+    "cookie_names": "cookie names",
+    "body": "the whole body as text",
+    "client": "the client address",
+}
+NAMED_PREFIX = "headers:"
+PER_KIND = 128
+MAX_BODY_CHARS = 1 << 21  # the gateway caps the body earlier; this only bounds a direct caller
+
+# field kind → (targets of its value, targets of its name)
+_KIND_TARGETS = {
+    "query": (("query", "args"), ("query_names", "args_names")),
+    "form": (("form", "args"), ("form_names", "args_names")),
+    "json": (("json", "args"), ("json_names", "args_names")),
+    "cookie": (("cookies",), ("cookie_names",)),
+}
+
+
+def valid_target(name: str) -> bool:
+    return name in TARGETS or (name.startswith(NAMED_PREFIX) and len(name) > len(NAMED_PREFIX))
+
+
+@dataclass(slots=True)
+class Unit:
+    """One value to scan, the targets it belongs to, and its transformed forms (filled by the engine)."""
+
+    targets: tuple[str, ...]
+    value: str
+    name: str = ""
+    cache: dict = field(default_factory=dict)
+
+
+class _Builder:
+    def __init__(self, wanted: frozenset[str]):
+        self.wanted = wanted
+        self.units: list[Unit] = []
+        self.overflow: dict[tuple[str, ...], list[str]] = {}
+        self.counts: dict[tuple[str, ...], int] = {}
+
+    def add(self, targets: tuple[str, ...], value: str, name: str = "") -> None:
+        targets = tuple(t for t in targets if t in self.wanted)
+        if not targets:
+            return
+        n = self.counts.get(targets, 0)
+        self.counts[targets] = n + 1
+        if n < PER_KIND:
+            self.units.append(Unit(targets, value, name))
+        else:
+            self.overflow.setdefault(targets, []).append(value)
+
+    def finish(self) -> list[Unit]:
+        for targets, values in self.overflow.items():
+            self.units.append(Unit(targets, "\n".join(values), "*"))
+        return self.units
+
+
+def _field(b: _Builder, f: Field) -> None:
+    if f.kind in _KIND_TARGETS:
+        values, names = _KIND_TARGETS[f.kind]
+        b.add(values, f.value, f.name)
+        if f.name:
+            b.add(names, f.name, f.name)
+    elif f.kind == "header":
+        b.add(("headers", NAMED_PREFIX + f.name), f.value, f.name)
+        b.add(("header_names",), f.name, f.name)
+    elif f.kind == "upload":
+        field_name, _, rest = f.name.partition(";")
+        filename = rest.rpartition(";")[0]
+        b.add(("uploads",), f.value, f.name)
+        if filename:
+            b.add(("upload_names",), filename, field_name)
+        if field_name:
+            b.add(("form_names", "args_names"), field_name, field_name)
+    # method, path: added by units(); body: the whole body is one unit there
+
+
+def units(features: Features, wanted: frozenset[str]) -> list[Unit]:
+    """The request as scan units, restricted to the targets some rule selects (`wanted`)."""
+    b = _Builder(wanted)
+    b.add(("method",), features.method)
+    b.add(("path",), features.path)
+    if features.query:
+        b.add(("query_string",), features.query)
+    b.add(("uri",), features.path + ("?" + features.query if features.query else ""))
+    if features.client:
+        b.add(("client",), features.client)
+    if features.headers:
+        b.add(("header_list",), "".join(k.lower() + "\n" for k, _ in features.headers))
+    body_text = ""
+    for f in request_fields(features):
+        if f.kind == "body":
+            body_text = f.value  # unparsed text, or the printable strings of a binary body
+        elif f.kind not in ("method", "path"):
+            _field(b, f)
+    if features.body and "body" in wanted:
+        b.add(("body",), body_text or text_of(features.body[:MAX_BODY_CHARS]))
+    return b.finish()

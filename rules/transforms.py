@@ -1,0 +1,159 @@
+"""Transformations: str → str functions a rule applies, in order, to a value before its operator runs.
+
+Input: one raw request value (a query value, a header, a JSON leaf, the body). Output: the same value with
+one evasion undone or one normalisation applied. Decoders come from engine.canonical, so the rules undo
+encodings exactly as the model's canonical text does.
+
+Every function is total (never raises) and bounded: repeated decoders stop after a fixed number of rounds.
+`TRANSFORMS` maps the names used in YAML to the functions.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+from typing import Callable
+
+from engine.canonical import _B64_CLOSE, _B64_OPEN, _JS_ESC, _js_char, decode, expand_base64, percent_decode
+
+ROUNDS = 4  # an attacker stacking more encodings than this gains nothing: the operators see the rest
+
+_SLASHES = re.compile(r"/{2,}")
+_DOT_SEGMENT = re.compile(r"(?:^|(?<=/))\./")
+_SPACE_RUN = re.compile(r"\s+")
+_SQL_VERSIONED = re.compile(r"/\*!\d*")  # MySQL runs the text of /*!50000 ... */: keep it
+_SQL_BLOCK = re.compile(r"/\*.*?(?:\*/|$)", re.S)
+_SQL_LINE = re.compile(r"(?:--|#)[^\n]*")
+_CMD_DROP = re.compile(r"[\\\"'^]")
+_CMD_SPACE_BEFORE = re.compile(r"\s+(?=[/(])")
+_CMD_SEP = re.compile(r"[,;]")
+
+
+def urldecode(s: str) -> str:
+    """`+` → space (once, as form decoding does), then %XX / %uXXXX / overlong UTF-8 until stable."""
+    if "+" in s:
+        s = s.replace("+", " ")
+    for _ in range(ROUNDS):
+        if "%" not in s:
+            break
+        t = percent_decode(s)
+        if t == s:
+            break
+        s = t
+    return s
+
+
+def urldecode_once(s: str) -> str:
+    """One round only, as the application sees a value: `%2525s` → `%25s`, and `%s` survives (format strings)."""
+    if "+" in s:
+        s = s.replace("+", " ")
+    return percent_decode(s) if "%" in s else s
+
+
+def html_decode(s: str) -> str:
+    """HTML entities, named and numeric, with or without `;`, until stable."""
+    for _ in range(ROUNDS):
+        if "&" not in s:
+            break
+        t = html.unescape(s)
+        if t == s:
+            break
+        s = t
+    return s
+
+
+def js_decode(s: str) -> str:
+    """JavaScript / unicode escapes: \\xHH, \\uHHHH, \\u{H...}."""
+    for _ in range(2):
+        if "\\" not in s:
+            break
+        t = _JS_ESC.sub(_js_char, s)
+        if t == s:
+            break
+        s = t
+    return s
+
+
+def base64_decode(s: str) -> str:
+    """Base64 runs that decode to text are replaced by that text (one level); others stay."""
+    if len(s) < 12:
+        return s
+    t = expand_base64(s)
+    if t is s or _B64_OPEN not in t:
+        return t
+    return t.replace(_B64_OPEN, " ").replace(_B64_CLOSE, " ")
+
+
+def normalize_path(s: str) -> str:
+    """`\\` → `/`, `//` → `/`, `/./` → `/`. `../` stays: it is the signal traversal rules look for."""
+    if "\\" in s:
+        s = s.replace("\\", "/")
+    if "//" in s:
+        s = _SLASHES.sub("/", s)
+    if "./" in s:
+        for _ in range(ROUNDS):
+            t = _DOT_SEGMENT.sub("", s)
+            if t == s:
+                break
+            s = t
+    return s
+
+
+def compress_whitespace(s: str) -> str:
+    """Every run of whitespace (tabs, newlines, vertical tabs, ...) → one space."""
+    return _SPACE_RUN.sub(" ", s)
+
+
+def sql_comments(s: str) -> str:
+    """SQL comments → one space, as a database reads them: `/**/`, `-- ...`, `# ...`. The body of a
+    MySQL versioned comment (`/*!50000union*/`) is kept, since MySQL executes it."""
+    if "/*" in s:
+        s = _SQL_VERSIONED.sub(" ", s)
+        s = _SQL_BLOCK.sub(" ", s)
+    if "--" in s or "#" in s:
+        s = _SQL_LINE.sub(" ", s)
+    return s
+
+
+def cmdline(s: str) -> str:
+    """What a shell would run, the way CRS's cmdLine reads it: drop `\\ " ' ^` (c'a't → cat), spaces
+    before `/` and `(`, `,` and `;` → space, whitespace compressed, lower case."""
+    s = _CMD_DROP.sub("", s)
+    s = _CMD_SEP.sub(" ", s)
+    s = _CMD_SPACE_BEFORE.sub("", s)
+    return _SPACE_RUN.sub(" ", s).lower()
+
+
+def nfkc(s: str) -> str:
+    """Unicode compatibility forms (fullwidth `＜`, ligatures) → their plain characters."""
+    return s if s.isascii() else unicodedata.normalize("NFKC", s)
+
+
+def decode_all(s: str) -> str:
+    """engine.canonical.decode: percent (with `+`), HTML entities and JS escapes, interleaved, until stable."""
+    return decode(s, plus=True)
+
+
+TRANSFORMS: dict[str, Callable[[str], str]] = {
+    "urldecode": urldecode,
+    "urldecode_once": urldecode_once,
+    "html": html_decode,
+    "jsdecode": js_decode,
+    "base64": base64_decode,
+    "decode": decode_all,
+    "lowercase": str.lower,
+    "normpath": normalize_path,
+    "compress_whitespace": compress_whitespace,
+    "sqlcomments": sql_comments,
+    "cmdline": cmdline,
+    "nfkc": nfkc,
+    "remove_nulls": lambda s: s.replace("\x00", "") if "\x00" in s else s,
+    "trim": str.strip,
+}
+
+
+def apply(chain: tuple[str, ...], value: str) -> str:
+    for name in chain:
+        value = TRANSFORMS[name](value)
+    return value
