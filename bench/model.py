@@ -1,0 +1,154 @@
+"""Model benchmark: latency and memory of the int8 bundle by input length, threads, and batch size.
+
+    python bench/model.py [--bundle DIR] [--out bench/results] [--quick]
+
+For 64, 256, 1K, 4K, 16K and 64K tokens, with 1 and 2 ONNX Runtime threads: median and p90 of the
+model's forward pass (and of canonicalise + tokenise + forward for a realistic request of that size),
+cost per token, and the peak RSS of a fresh process that loads the bundle and runs that length once.
+Then batch throughput for short requests. Prints a table, writes results JSON and a PNG chart of latency
+against length.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from engine import bundle as bundles  # noqa: E402
+from engine.features import Features  # noqa: E402
+from engine.model import Encoded, Model  # noqa: E402
+
+LENGTHS = [64, 256, 1024, 4096, 16384, 65536]
+
+
+def request_of_tokens(model: Model, n: int) -> Features:
+    """A realistic JSON POST whose encoding is about `n` tokens (prose in a content field)."""
+    words = "the quick brown fox jumps over the lazy dog while reading the manual about select and union ".split()
+    text, body = [], ""
+    f = Features.build("GET", "/")
+    for k in range(1, 10**7):
+        text.append(words[k % len(words)])
+        if k % 64 == 0 or k < 64:
+            body = json.dumps({"title": "notes", "content": " ".join(text)})
+            f = Features.build("POST", "/api/posts", headers={"content-type": "application/json", "user-agent": "Mozilla/5.0"}, body=body)
+            if model.encode(f).length >= n:
+                break
+    return f
+
+
+def timed(fn, repeat: int) -> list[float]:
+    out = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def rss_for(bundle: str | None, length: int, threads: int) -> float:
+    """Peak RSS (MiB) of a fresh process that loads the bundle and runs one input of `length` tokens."""
+    code = (
+        "import sys, resource, numpy as np; sys.path.insert(0, %r)\n"
+        "from engine import bundle as b; from engine.model import Model, Encoded\n"
+        "m = Model(b.load(%r), threads=%d)\n"
+        "e = Encoded(np.random.randint(12, m.tokenizer.get_vocab_size(), %d).astype(np.int64), False)\n"
+        "m.run([e])\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    ) % (str(ROOT), bundle, threads, length)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return int(out.stdout.strip().splitlines()[-1]) / 1024
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bundle", default=None)
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    ap.add_argument("--quick", action="store_true", help="fewer repeats (for a smoke run)")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    b = bundles.load(args.bundle)
+    print(f"model {b.id}, {os.cpu_count()} cores; lengths {LENGTHS}", file=sys.stderr)
+    rows = []
+    for threads in (1, 2):
+        model = Model(b, threads=threads)
+        for n in LENGTHS:
+            enc = Encoded(np.random.default_rng(n).integers(12, model.tokenizer.get_vocab_size(), n).astype(np.int64), False)
+            reps = 3 if args.quick else (200 if n <= 256 else 50 if n <= 4096 else 8 if n <= 16384 else 4)
+            model.run([enc])
+            fwd = timed(lambda: model.run([enc]), reps)
+            req = request_of_tokens(model, n) if n <= 16384 else None
+            end = timed(lambda: model.run([model.encode(Features(**{k: getattr(req, k) for k in ("method", "path", "query", "headers", "body", "body_size")}))]), max(3, reps // 4)) if req else []
+            rss = rss_for(args.bundle, n, threads)
+            row = {
+                "threads": threads, "tokens": n,
+                "forward_p50_ms": round(statistics.median(fwd), 3),
+                "forward_p90_ms": round(float(np.percentile(fwd, 90)), 3),
+                "us_per_token": round(1000 * statistics.median(fwd) / n, 3),
+                "request_p50_ms": round(statistics.median(end), 3) if end else None,
+                "peak_rss_mib": round(rss, 1),
+            }  # fmt: skip
+            rows.append(row)
+            print(f"  threads {threads} tokens {n:>6}: forward p50 {row['forward_p50_ms']:>9.3f} ms  "
+                  f"({row['us_per_token']:.3f} µs/token)  request p50 {row['request_p50_ms']}  RSS {rss:.0f} MiB",
+                  file=sys.stderr)  # fmt: skip
+    model = Model(b, threads=1)
+    batch_rows = []
+    for size in (1, 4, 16, 64):
+        encs = [Encoded(np.random.default_rng(i).integers(12, 8000, 100).astype(np.int64), False) for i in range(size)]
+        t = timed(lambda: model.run(encs), 3 if args.quick else 30)
+        batch_rows.append({"batch": size, "tokens_each": 100, "requests_per_s": round(size / (statistics.median(t) / 1000), 1)})
+    result = {"bundle": b.id, "cores": os.cpu_count(), "latency": rows, "batch": batch_rows,
+              "self_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}  # fmt: skip
+    (out / "model.json").write_text(json.dumps(result, indent=2) + "\n")
+    chart(rows, out / "model_latency.png")
+    print(table(result))
+    return 0
+
+
+def table(res: dict) -> str:
+    lines = [f"model {res['bundle']} on {res['cores']} cores",
+             "| threads | tokens | forward p50 ms | p90 ms | µs/token | request p50 ms | peak RSS MiB |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in res["latency"]:
+        lines.append(f"| {r['threads']} | {r['tokens']} | {r['forward_p50_ms']} | {r['forward_p90_ms']} | "
+                     f"{r['us_per_token']} | {r['request_p50_ms'] if r['request_p50_ms'] is not None else '–'} | {r['peak_rss_mib']} |")  # fmt: skip
+    lines += ["", "| batch (100 tokens each) | requests/s, 1 thread |", "|---|---|"]
+    lines += [f"| {r['batch']} | {r['requests_per_s']} |" for r in res["batch"]]
+    return "\n".join(lines)
+
+
+def chart(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4.2))
+    for threads in (1, 2):
+        rs = [r for r in rows if r["threads"] == threads]
+        ax[0].loglog([r["tokens"] for r in rs], [r["forward_p50_ms"] for r in rs], "o-", label=f"{threads} thread(s)")
+        ax[1].semilogx([r["tokens"] for r in rs], [r["us_per_token"] for r in rs], "o-", label=f"{threads} thread(s)")
+    ax[0].set(xlabel="input tokens", ylabel="forward pass, median ms", title="Latency vs input length")
+    ax[1].set(xlabel="input tokens", ylabel="µs per token", title="Cost per token (flat = linear)")
+    for a in ax:
+        a.grid(True, which="both", alpha=0.3)
+        a.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
