@@ -65,7 +65,8 @@ _HEX = re.compile(r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{16,}\b")
 _TOKEN = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[a-z])[\w-]{24,}(?![\w-])")
 _NUM = re.compile(r"(?<![\w.])\d{7,}(?![\w.])")
 _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-_SPACES = re.compile(r"[ \t\f\v\u00a0]+")
+_SPACES = re.compile(r"[ \t\f\v\u00a0]{2,}|[\t\f\v\u00a0]")  # single spaces need no rewriting
+_DIGIT_RUN = re.compile(r"(?<![\w-])[\w-]*?\d[\w-]*")  # a run of word characters holding a digit
 _SURROGATE = re.compile(r"[\ud800-\udfff]")  # lone halves from %uD83D-style escapes: not encodable
 
 
@@ -155,12 +156,20 @@ def expand_base64(s: str) -> str:
     return _B64.sub(repl, s)
 
 
+def _mask_run(m: re.Match) -> str:
+    run = m.group(0)
+    if len(run) < 7:
+        return run
+    run = _UUID.sub("[UUID]", run)
+    run = _HEX.sub("[HEX]", run)
+    run = _TOKEN.sub("[ID]", run)
+    return _NUM.sub("[NUM]", run)
+
+
 def mask(s: str) -> str:
-    """Mask identifiers that only add noise: UUIDs, long hex, long mixed tokens, long numbers."""
-    s = _UUID.sub("[UUID]", s)
-    s = _HEX.sub("[HEX]", s)
-    s = _TOKEN.sub("[ID]", s)
-    return _NUM.sub("[NUM]", s)
+    """Mask identifiers that only add noise: UUIDs, long hex, long mixed tokens, long numbers. Every one
+    holds a digit, so only runs with a digit are looked at (prose is passed over in one scan)."""
+    return _DIGIT_RUN.sub(_mask_run, s)
 
 
 def _visible(s: str) -> str:
