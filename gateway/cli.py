@@ -95,6 +95,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 async def _serve(config: Config) -> None:
+    stop = stop_on_signals()  # first: a SIGTERM while the model loads still ends the process cleanly
     async with running(config) as gw:
         model = gw.decider.health().get("model") or {}
         name = f"{model.get('name')}@{model.get('version')}" if model else "none (deciding on rules)"
@@ -103,10 +104,11 @@ async def _serve(config: Config) -> None:
             file=sys.stderr,
             flush=True,
         )
-        await until_signalled()
+        await stop.wait()
 
 
-async def until_signalled() -> None:
+def stop_on_signals() -> asyncio.Event:
+    """An event set by SIGINT or SIGTERM, for a clean shutdown (listeners closed, the engine closed)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -114,7 +116,7 @@ async def until_signalled() -> None:
             loop.add_signal_handler(sig, stop.set)
         except (NotImplementedError, RuntimeError):  # not on this platform or not the main thread
             pass
-    await stop.wait()
+    return stop
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

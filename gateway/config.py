@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import yaml
 
 from gateway.errors import ConfigError
-from gateway.schema import Bad, build, check, merge_actions
+from gateway.schema import Bad, build, check, merge_actions, overlay
 
 if TYPE_CHECKING:
     from engine.decide import EngineSettings
@@ -282,40 +282,14 @@ def load(path: str | Path | None = None, env: Mapping[str, str] | None = None, o
 
 
 def from_dict(raw: Any, env: Mapping[str, str] | None = None, overrides: Mapping[str, Any] | None = None) -> Config:
-    raw = {} if raw is None else raw
-    if not isinstance(raw, dict):
-        raise ConfigError(f"config: must be a mapping of keys, got {type(raw).__name__}")
-    raw = dict(raw)
-    sources: dict[str, str] = {}
     env = os.environ if env is None else env
-    for var, key in ENV.items():
-        if env.get(var):
-            _set(raw, key, env[var])
-            sources[key] = var
-    for key, value in (overrides or {}).items():
-        if value is not None:
-            _set(raw, key, value)
-            sources.pop(key, None)
+    layers = {var: (key, env[var]) for var, key in ENV.items() if env.get(var)}
+    raw, sources = overlay(raw, layers, overrides or {})
     raw = merge_actions(raw, {label: {"action": DEFAULT_ACTIONS[label]} for label in LABELS})
     try:
         return build(Config, raw, "")
     except ConfigError as err:
         key, _, rest = err.message.partition(":")
-        if key in sources:
+        if key in sources:  # a value from the environment: say which variable to fix
             raise ConfigError(f"{key} (from {sources[key]}):{rest}") from None
         raise
-
-
-def _set(raw: dict, dotted: str, value: Any) -> None:
-    *parents, last = dotted.split(".")
-    node, path = raw, []
-    for name in parents:
-        path.append(name)
-        child = node.get(name)
-        if child is None:
-            child = {}
-        elif not isinstance(child, dict):
-            raise ConfigError(f"{'.'.join(path)}: must be a mapping of keys, got {type(child).__name__}")
-        node[name] = child = dict(child)
-        node = child
-    node[last] = value

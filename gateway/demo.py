@@ -72,9 +72,10 @@ def origin_app() -> web.Application:
 
 
 async def run(args: argparse.Namespace) -> int:
-    from gateway.cli import load, setup_logging, until_signalled
+    from gateway.cli import load, setup_logging, stop_on_signals
     from gateway.server import running
 
+    stop = stop_on_signals()
     runner = None
     if not args.origin:
         runner = web.AppRunner(origin_app(), access_log=None)
@@ -103,7 +104,7 @@ async def run(args: argparse.Namespace) -> int:
                     "Ctrl-C stops it.",
                     flush=True,
                 )
-                await until_signalled()
+                await stop.wait()
     finally:
         if runner is not None:
             await runner.cleanup()

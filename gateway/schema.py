@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from typing import Any
+from typing import Any, Mapping
 
 from gateway.errors import ConfigError
 
@@ -126,6 +126,39 @@ def _overlay(base: dict, over: dict) -> dict:
         below = out.get(label)
         out[label] = {**below, **value} if isinstance(below, dict) and isinstance(value, dict) else value
     return out
+
+
+def overlay(raw: Any, env: dict[str, tuple[str, str]], flags: Mapping[str, Any]) -> tuple[dict, dict[str, str]]:
+    """The file's keys, then the environment's ({VAR: (dotted key, value)}), then the flags' ({dotted key:
+    value}, None meaning unset). Returns the merged mapping and, per key set from the environment, its
+    variable's name."""
+    raw = {} if raw is None else raw
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config: must be a mapping of keys, got {_kind(raw)}")
+    raw, sources = dict(raw), {}
+    for var, (key, value) in env.items():
+        _set(raw, key, value)
+        sources[key] = var
+    for key, value in flags.items():
+        if value is not None:
+            _set(raw, key, value)
+            sources.pop(key, None)
+    return raw, sources
+
+
+def _set(raw: dict, dotted: str, value: Any) -> None:
+    *parents, last = dotted.split(".")
+    node, path = raw, []
+    for name in parents:
+        path.append(name)
+        child = node.get(name)
+        if child is None:
+            child = {}
+        elif not isinstance(child, dict):
+            raise ConfigError(f"{'.'.join(path)}: must be a mapping of keys, got {_kind(child)}")
+        node[name] = child = dict(child)  # a copy: the caller's mapping stays as it was
+        node = child
+    node[last] = value
 
 
 def _kind(value: Any) -> str:
