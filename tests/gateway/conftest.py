@@ -3,6 +3,7 @@ with the real rules and the real default model bundle unless a test passes a fak
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from dataclasses import dataclass
@@ -30,9 +31,10 @@ class Gateway:
         return self.app[DECIDER]
 
 
-@pytest.fixture(scope="session")
+@functools.cache
 def bundle_model():
-    """The default bundle's ONNX session, loaded once: it holds no event-loop state, so tests share it."""
+    """The default bundle's ONNX session, loaded once, on first use (tests with a fake model never load
+    it): it holds no event-loop state, so tests share it."""
     from engine import bundle
     from engine.model import Model
 
@@ -42,11 +44,11 @@ def bundle_model():
 
 
 @pytest.fixture
-def real_model(bundle_model):
-    """A fresh runner (batcher, lanes) around the shared session, for this test's event loop."""
+def real_model() -> Callable[[], Any]:
+    """Makes a fresh runner (batcher, lanes) around the shared session, for this test's event loop."""
     from engine.decide import ModelRunner
 
-    return lambda: ModelRunner(bundle_model, max_batch=16, max_queue=1024)
+    return lambda: ModelRunner(bundle_model(), max_batch=16, max_queue=1024)
 
 
 @pytest.fixture
