@@ -24,7 +24,7 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from gateway import hops
-from gateway.errors import ClientGone, PayloadTooLarge, UpstreamError, UpstreamTimeout
+from gateway.errors import SERVER, ClientGone, PayloadTooLarge, UpstreamError, UpstreamTimeout
 
 if TYPE_CHECKING:
     from gateway.exchange import Exchange
@@ -43,6 +43,7 @@ def block(ex: Exchange) -> web.Response:
     answer = ex.action.block_response
     headers = CIMultiDict(ex.headers.client)
     headers["Content-Type"] = answer.content_type
+    headers["Server"] = SERVER
     return web.Response(status=answer.status, body=answer.body.encode("utf-8"), headers=headers)
 
 

@@ -73,7 +73,9 @@ async def models(request: web.Request) -> web.Response:
 async def decision(request: web.Request) -> web.Response:
     limits = request.app[CONFIG].admin
     if request.content_length is not None and request.content_length > limits.max_body_bytes:
-        raise PayloadTooLarge(f"body of {request.content_length} bytes exceeds admin.max_body_bytes ({limits.max_body_bytes})")
+        raise PayloadTooLarge(
+            f"body of {request.content_length} bytes exceeds admin.max_body_bytes ({limits.max_body_bytes})"
+        )
     raw = await prefix(request.content, limits.max_body_bytes + 1)
     if len(raw) > limits.max_body_bytes:
         raise PayloadTooLarge(f"body exceeds admin.max_body_bytes ({limits.max_body_bytes})")

@@ -266,7 +266,9 @@ class Config:
         )
 
 
-def load(path: str | Path | None = None, env: Mapping[str, str] | None = None, overrides: Mapping[str, Any] | None = None) -> Config:
+def load(
+    path: str | Path | None = None, env: Mapping[str, str] | None = None, overrides: Mapping[str, Any] | None = None
+) -> Config:
     """The config file (None: defaults only), then the environment, then `overrides` ({"origin.url": ...})."""
     raw: Any = {}
     if path is not None:

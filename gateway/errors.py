@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
+SERVER = "clef-gateway"  # on the answers the gateway makes itself, instead of aiohttp's version banner
+
 
 class GatewayError(Exception):
     status = 500
@@ -27,7 +29,12 @@ class GatewayError(Exception):
 
     def response(self) -> web.Response:
         """The short plain-text answer the proxy gives; the body never echoes request data."""
-        return web.Response(status=self.status, text=f"{self.status} {self.reason}\n", content_type="text/plain")
+        return web.Response(
+            status=self.status,
+            text=f"{self.status} {self.reason}\n",
+            content_type="text/plain",
+            headers={"Server": SERVER},
+        )
 
     def json_response(self) -> web.Response:
         """The admin API's answer: {"error": {"type", "message"}}."""

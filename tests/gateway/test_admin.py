@@ -37,7 +37,8 @@ async def test_models_lists_the_bundle(make_gateway):
 
 async def test_decision_for_a_string(make_gateway):
     gw = await make_gateway()
-    resp = await gw.admin.post("/v1/decision", json={"input": "1' UNION SELECT password FROM users--", "max_tokens": 128})
+    question = {"input": "1' UNION SELECT password FROM users--", "max_tokens": 128}
+    resp = await gw.admin.post("/v1/decision", json=question)
     assert resp.status == 200
     decision = (await resp.json())["decision"]
     assert set(decision) >= {"label", "confidence", "feature", "source", "model"}

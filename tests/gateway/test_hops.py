@@ -16,7 +16,8 @@ NOTES = Annotations(upstream=(("x-clef-decision", "allow"),), client=())
         ([("Connection", "X-Foo, x-bar"), ("X-Foo", "1"), ("X-Bar", "2"), ("X-Baz", "3")], ["X-Baz"]),
         ([("Connection", "a"), ("Connection", "b"), ("A", "1"), ("B", "2"), ("C", "3")], ["C"]),
         ([("Keep-Alive", "5"), ("TE", "trailers"), ("Trailer", "X"), ("Transfer-Encoding", "chunked")], []),
-        ([("Upgrade", "h2c"), ("Proxy-Authorization", "x"), ("Proxy-Authenticate", "y"), ("Proxy-Connection", "z")], []),
+        ([("Upgrade", "h2c"), ("Proxy-Authorization", "x"), ("Proxy-Authenticate", "y")], []),
+        ([("Proxy-Connection", "keep-alive"), ("A", "1")], ["A"]),
         ([("Set-Cookie", "a=1"), ("Set-Cookie", "b=2")], ["Set-Cookie", "Set-Cookie"]),
     ],
 )

@@ -20,7 +20,7 @@ async def test_attacks_are_blocked_without_reaching_the_origin(make_gateway, ups
     resp = await gw.proxy.session.get(raw_url(gw.proxy, target))
     assert resp.status == 403
     assert await resp.text() == gw.config.actions.block_response.body
-    assert resp.headers["x-clef-decision"] == "block"
+    assert resp.headers["x-clef-decision"] == "block" and resp.headers["Server"] == "clef-gateway"
     assert upstream.seen == []
     line = access_log()[-1]
     assert (line["status"], line["decision"], line["action"]) == (403, "block", "block")
