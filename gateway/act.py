@@ -68,7 +68,9 @@ async def forward(ex: Exchange) -> web.StreamResponse:
             skip_auto_headers=SKIP_AUTO_HEADERS,
         )
     except asyncio.TimeoutError:  # aiohttp's connect and read timeouts are TimeoutErrors too
-        raise UpstreamTimeout(f"origin did not answer within {origin.timeout_s:g}s") from None
+        raise UpstreamTimeout(
+            f"origin timed out (connect {origin.connect_timeout_s:g}s, silence {origin.timeout_s:g}s)"
+        ) from None
     except aiohttp.ClientError as err:
         limit = ex.config.limits.max_body_bytes
         if limit is not None and ex.bytes_in > limit:

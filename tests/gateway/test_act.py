@@ -187,3 +187,12 @@ async def test_head_keeps_the_origins_length_and_sends_no_body(make_gateway, ups
     assert head.status == 200 and upstream.seen[-1].method == "HEAD"
     assert head.headers["Content-Length"] == got.headers["Content-Length"]
     assert await head.read() == b""
+
+
+async def test_header_limits_refuse_before_the_origin(make_gateway, upstream):
+    gw = await make_gateway({**DETECT, "limits": {"max_field_bytes": 200, "max_headers": 20}})
+    assert (await gw.proxy.get("/", headers={"X-Big": "v" * 300})).status in (400, 431)
+    many = {f"X-H{i}": "1" for i in range(30)}
+    assert (await gw.proxy.get("/", headers=many)).status in (400, 431)
+    assert upstream.seen == []
+    assert (await gw.proxy.get("/", headers={"X-Small": "v" * 50})).status == 200
