@@ -6,6 +6,8 @@ model never sees text shaped differently from what it learned on.
 Every value is decoded the way an attacker's evasions need undoing (repeated percent-decoding, `+`,
 %uXXXX, overlong UTF-8, HTML entities, JS/unicode escapes, base64 that decodes to text), then NFKC,
 lower case, long identifiers masked ([ID], [HEX], [UUID], [NUM]) and control characters made visible.
+Each value is also read by libinjection's SQL and XSS tokenisers; a positive adds [SQLI] / [XSS] at the
+end of its line (the model learns how far to trust them: SQL in a documentation post is not an attack).
 Headers that carry no signal in their usual shape (Accept, Host, tracing ids, ...) are left out, and the
 kept ones are sorted, so a client's header profile cannot stand in for its label.
 
@@ -35,10 +37,12 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+import libinjection
+
 from engine.features import Features
 from engine.fields import Field, body_fields, cookies, split_pairs, text_of
 
-VERSION = 1  # bump when the text changes shape: a bundle records the version it was trained on
+VERSION = 2  # bump when the text changes shape: a bundle records the version it was trained on
 BODY_MARK = "\n--\n"
 MAX_VALUE_CHARS = 1 << 20
 
@@ -179,15 +183,33 @@ def _visible(s: str) -> str:
     return _SPACES.sub(" ", s).strip()
 
 
-def normalize(value: str, plus: bool = False) -> str:
-    """A raw value → its canonical form (decode, base64, NFKC, lower, mask, visible controls)."""
+_SQLI_HINT = re.compile(r"['\"`)#;=]|--|/\*|\b(?:or|and|union|select|sleep|benchmark|waitfor|exec)\b", re.I)
+
+
+def probes(decoded: str) -> str:
+    """libinjection's verdicts on a decoded value, as marker tokens the model reads beside the value:
+    its SQL and HTML tokenisers catch what a small model learns slowly from a small corpus. Values with
+    none of SQL's or HTML's syntax are skipped (most values, and the whole cost on them)."""
+    out = ""
+    if _SQLI_HINT.search(decoded) and libinjection.is_sql_injection(decoded)["is_sqli"]:
+        out += " [SQLI]"
+    if "<" in decoded or "=" in decoded or ":" in decoded:
+        if libinjection.is_xss(decoded)["is_xss"]:
+            out += " [XSS]"
+    return out
+
+
+def normalize(value: str, plus: bool = False, probe: bool = False) -> str:
+    """A raw value → its canonical form (decode, base64, NFKC, lower, mask, visible controls), with
+    the libinjection markers appended when `probe` is set."""
     if len(value) > MAX_VALUE_CHARS:
         value = value[:MAX_VALUE_CHARS]
     s = expand_base64(decode(value, plus=plus))
+    marks = probes(s) if probe and s else ""
     s = mask(unicodedata.normalize("NFKC", s).lower())
     if _B64_OPEN in s:
         s = s.replace(_B64_OPEN, " [B64] ").replace(_B64_CLOSE, " [/B64] ")
-    return _visible(s)
+    return _visible(s) + marks
 
 
 def _auth(value: str) -> str:
@@ -200,11 +222,11 @@ def _quiet(name: str, value: str) -> bool:
 
 
 def head_lines(features: Features) -> list[str]:
-    lines = [f"m {normalize(features.method)}", f"p {normalize(features.path)}"]
+    lines = [f"m {normalize(features.method)}", f"p {normalize(features.path, probe=True)}"]
     if features.query:
         for name, value in split_pairs(features.query):
             n = normalize(name, plus=True)
-            lines.append(f"q {n}" if value is None else f"q {n} = {normalize(value, plus=True)}")
+            lines.append(f"q {n}" if value is None else f"q {n} = {normalize(value, plus=True, probe=True)}")
     kept: list[str] = []
     cookie_lines: list[str] = []
     for name, value in features.headers:
@@ -213,20 +235,20 @@ def head_lines(features: Features) -> list[str]:
             kept.append(f"a {_auth(value)} [CRED]")
         elif lname == "cookie":
             for cn, cv in cookies(value):
-                cookie_lines.append(f"c {normalize(cn)} = {normalize(cv, plus=True)}")
+                cookie_lines.append(f"c {normalize(cn)} = {normalize(cv, plus=True, probe=True)}")
         elif not _quiet(lname, value):
-            kept.append(f"h {normalize(lname)} = {normalize(value)}")
+            kept.append(f"h {normalize(lname)} = {normalize(value, probe=True)}")
     return lines + sorted(kept) + cookie_lines
 
 
 def _body_line(f: Field) -> str:
     if f.kind == "form":
-        return f"f {normalize(f.name, plus=True)} = {normalize(f.value, plus=True)}"
+        return f"f {normalize(f.name, plus=True)} = {normalize(f.value, plus=True, probe=True)}"
     if f.kind == "json":
-        return f"j {normalize(f.name)} = {normalize(f.value)}"
+        return f"j {normalize(f.name)} = {normalize(f.value, probe=True)}"
     if f.kind == "upload":
-        return f"u {normalize(f.name)} = {normalize(f.value)}"
-    return f"b {normalize(f.value)}"
+        return f"u {normalize(f.name)} = {normalize(f.value, probe=True)}"
+    return f"b {normalize(f.value, probe=True)}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,9 @@ from engine.labels import ATTACK_FEATURES, ROUTING_FEATURES
 from engine.verdict import Source, Verdict
 
 PAD, UNK, CLS, SEP = 0, 1, 2, 3
-SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[ID]", "[HEX]", "[UUID]", "[NUM]", "[CRED]", "[B64]", "[/B64]"]
+SPECIAL_TOKENS = [
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[ID]", "[HEX]", "[UUID]", "[NUM]", "[CRED]", "[B64]", "[/B64]", "[SQLI]", "[XSS]",
+]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

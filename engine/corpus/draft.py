@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.corpus.rand import Rng
+
+if TYPE_CHECKING:
+    from engine.corpus.slots import Slot
 
 Pairs = list[tuple[str, str | None]]
 
@@ -92,6 +95,9 @@ class Draft:
     mode: str = "navigate"
     scene: str = ""
     edge: list[tuple[str, str]] = field(default_factory=list)  # added by the proxies in front of us
+    slots: list["Slot"] = field(default_factory=list)  # where a user-supplied value sits (engine.corpus.slots)
+    auto_length: bool = True  # add Content-Type/Content-Length for the body (not for raw requests)
+    focus: "Slot | None" = None  # the slot a text scene built the request around (the post's body)
 
     @property
     def host(self) -> str:
@@ -115,7 +121,9 @@ class Draft:
         hdrs = list(self.headers)
         body: bytes | str = b""
         tail = list(self.extra)
-        if self.body is not None:
+        if self.body is not None and not self.auto_length:
+            body, _ = self.body.render()
+        elif self.body is not None:
             body, ctype = self.body.render()
             size = len(body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body)
             if ctype:

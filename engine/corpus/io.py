@@ -84,3 +84,11 @@ def read_records(path: str) -> Iterator[dict[str, Any]]:
         for line in fh:
             if line.strip():
                 yield json.loads(line)
+
+
+def from_draft(draft, attack_class: str | None, *, source: str, group: str, gen: str, split: str,
+               attack: bool | None = None) -> dict[str, Any]:  # fmt: skip
+    """Render an engine.corpus.draft.Draft and label it."""
+    method, path, query, headers, body = draft.render()
+    return make_record(method, path, query, headers, body, attack_class, source=source, group=group, gen=gen,
+                       split=split, attack=attack)  # fmt: skip

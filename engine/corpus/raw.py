@@ -60,3 +60,21 @@ def parse_request(text: str) -> RawRequest:
     req.headers = header_lines("\n".join(lines[1:]))
     req.body = body
     return req
+
+
+def visible_anomaly(req: RawRequest) -> bool:
+    """Whether what is odd about a raw request survives into the request the engine sees (Features and its
+    canonical text). A bad HTTP version, a missing, empty or duplicated Host, a lower-case method or a
+    quiet Content-Length value do not: Features has no version, upper-cases the method, and the canonical
+    text leaves Host and Content-Length out while their values look ordinary."""
+    from engine.canonical import canonical_text
+    from engine.features import Features
+
+    if req.method.upper() not in STANDARD_METHODS or not req.target.startswith("/"):
+        return True
+    if re.search(r"\s|%00|\x00", req.target) or (req.body and req.method.upper() in ("GET", "HEAD")):
+        return True
+    full = Features.build(method=req.method, path=req.path, query=req.query, headers=req.headers, body=req.body)
+    ctype = [(k, v) for k, v in req.headers if k.lower() == "content-type"]
+    bare = Features.build(method=req.method, path=req.path, query=req.query, headers=ctype, body=req.body)
+    return canonical_text(full) != canonical_text(bare)

@@ -104,7 +104,8 @@ def dress(rng: Rng, d: Draft, tokens: list[str] = (), logged_in: float | None = 
             d.cookies += session_cookies(rng)
         if d.mode in ("form", "fetch") and d.method != "GET":
             d.extra.insert(0, ("Origin", f"https://{d.host}"))
-        if d.mode != "navigate" or rng.chance(0.55):
+        has_referer = any(k.lower() == "referer" for k, _ in d.extra)
+        if not has_referer and (d.mode != "navigate" or rng.chance(0.55)):
             d.extra.append(("Referer", f"https://{d.host}/{vocab.slug(rng, 2) if rng.chance(0.7) else ''}"))
         if d.mode == "fetch" and rng.chance(0.25):
             d.extra.append(("X-Requested-With", "XMLHttpRequest"))
@@ -113,5 +114,7 @@ def dress(rng: Rng, d: Draft, tokens: list[str] = (), logged_in: float | None = 
     p_auth = (0.5 if d.mode == "api" else 0.12 if d.mode == "fetch" else 0.0) if auth is None else auth
     if rng.chance(p_auth):
         d.extra.append(authorization(rng, list(tokens)))
+    if d.body is not None and d.client in ("go", "java", "curl", "okhttp", "node", "dotnet") and rng.chance(0.06):
+        d.extra.append(("Transfer-Encoding", "chunked"))  # streamed uploads: a plain chunked body is ordinary
     d.edge = edge_headers(rng)
     return d

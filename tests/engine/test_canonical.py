@@ -67,7 +67,7 @@ def test_request_layout_and_header_policy():
     lines = canonicalize(f).text.split("\n")
     assert lines[:4] == ["m get", "p /search", "q q = union select", "q id = 7"]
     assert "a bearer [CRED]" in lines  # credentials: the scheme only
-    assert "h accept-language = en' or 1=1--" in lines  # a quiet header with an unusual value is kept
+    assert "h accept-language = en' or 1=1-- [SQLI]" in lines  # a quiet header with an unusual value is kept
     assert not any(line.startswith("h host") or line.startswith("h accept =") for line in lines)
     assert "c sid = [HEX]" in lines and "c theme = dark" in lines
     assert "secret-token" not in canonicalize(f).text
@@ -140,3 +140,17 @@ def test_any_request_canonicalises(method, path, query, headers, body, ctype):
     assert isinstance(text, str)
     text.encode("utf-8")  # always encodable: no lone surrogates reach the tokenizer
     assert "\r" not in text
+
+
+@pytest.mark.parametrize(
+    "value, marks",
+    [
+        ("1' OR 1=1--", " [SQLI]"),
+        ("<script>alert(1)</script>", " [XSS]"),
+        ("O'Brien", ""),
+        ("select the best union for your team", ""),
+        ("hello world", ""),
+    ],
+)
+def test_libinjection_markers(value, marks):
+    assert normalize(value, probe=True) == normalize(value) + marks

@@ -1,0 +1,150 @@
+"""The benign traffic generator: ordinary requests of every shape, and the shared benign data placed in
+them where it belongs.
+
+- shape scenes (pages, assets, searches, API reads and writes, forms, uploads, preflights, health checks,
+  crawlers, long documents) with ordinary values: group `gen:<scene>/<variant>`;
+- benign_text records as posts, comments, tickets, gists, search queries and form fields;
+- generated hard negatives (engine.corpus.hardneg) in the same places;
+- payloads.jsonl benign values (HttpParamsDataset parameters, browser and crawler User-Agents);
+- benign_api traffic (engine.corpus.api_traffic).
+
+The test split uses held-out scene variants, held-out text sources and held-out data groups only.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from engine.corpus import api_traffic, hardneg, session, slots
+from engine.corpus.draft import Draft
+from engine.corpus.io import from_draft
+from engine.corpus.rand import Rng, Weighted
+from engine.corpus.scenes import Ctx, all_scenes
+from engine.corpus.scenes_text import FOR_KIND
+
+SHAPES = {"page": 15000, "static": 17000, "search": 7000, "api_read": 9000, "api_item": 5000, "api_write": 10000,
+          "form_post": 9000, "multipart_form": 2500, "upload": 3500, "preflight": 2000, "health": 1500, "crawler": 2000,
+          "long_doc": 6000, "xml_post": 2500}  # fmt: skip
+DATA = {"text": 32000, "hardneg": 8000, "values": 9000, "agents": 2500}
+TEST_SHARE = 0.15
+
+
+def shape_records(rng: Rng, pools, split: str, scale: float) -> Iterator[dict]:
+    """Ordinary requests from the scenes; the test split uses only held-out variants."""
+    for name, n in SHAPES.items():
+        sc = all_scenes()[name]
+        variants = sc.held_out() if split == "test" else sc.usable("train")
+        if not variants:
+            continue
+        count = round(n * scale * (TEST_SHARE if split == "test" else 1.0))
+        for _ in range(count):
+            ctx = Ctx(rng.child(), pools, split)
+            d = sc.make(ctx, ctx.rng.pick(variants))
+            session.dress(ctx.rng, d, pools.tokens)
+            yield from_draft(d, None, source="synthetic", group=f"gen:{d.scene}", gen=d.scene, split=split)
+
+
+def carrier(ctx: Ctx, names: Weighted, split: str) -> Draft:
+    sc = all_scenes()[names.draw(ctx.rng)]
+    return sc.make(ctx, ctx.rng.pick(sc.usable(split)))
+
+
+def place(ctx: Ctx, d: Draft, value: str, kinds: tuple[str, ...]) -> slots.Slot:
+    """Put a focus value into a slot of one of `kinds` (a new one if the request has none)."""
+    fit = [s for s in d.slots if s.kind in kinds and s.where not in ("file", "path", "raw")]
+    slot = ctx.rng.pick(fit) if fit else slots.add(ctx.rng, d, _body_where(d), kinds[0])
+    slots.put(ctx.rng, d, slot, value)
+    return slot
+
+
+def _body_where(d: Draft) -> str:
+    kind = d.body.kind if d.body is not None else ""
+    return {"form": "form", "json": "json", "multipart": "multipart"}.get(kind, "query")
+
+
+FIELD_CARRIERS = Weighted({"form_post": 3, "api_write": 3, "multipart_form": 1, "text_post": 1})
+SEARCH_CARRIERS = Weighted({"search": 5, "api_read": 1, "page": 1})
+
+
+def text_records(rng: Rng, pools, split: str, scale: float) -> Iterator[dict]:
+    """benign_text records where people type them: posts built around them, fields, search boxes."""
+    items = [r for recs in pools.texts.values() for r in recs]
+    rng.shuffle(items)
+    n = round(DATA["text"] * scale * (TEST_SHARE * 1.2 if split == "test" else 1.0))
+    scenes = all_scenes()
+    for i in range(n):
+        item = items[i % len(items)]
+        ctx = Ctx(rng.child(), pools, split)
+        text, r = item["text"], ctx.rng.random()
+        if r < 0.12 and len(text) <= 160 and "\n" not in text:
+            d = carrier(ctx, SEARCH_CARRIERS, split)
+            place(ctx, d, text, ("search",))
+        elif r < 0.72:
+            sc = scenes["text_post"]
+            allowed = [v for v in FOR_KIND.get(item["kind"], sc.variants) if v in sc.usable(split)] or list(sc.usable(split))
+            d = sc.make(ctx, ctx.rng.pick(allowed))
+            slots.put(ctx.rng, d, d.focus, text)
+        else:
+            d = carrier(ctx, FIELD_CARRIERS, split)
+            if d.focus is not None:
+                slots.put(ctx.rng, d, d.focus, text)
+            else:
+                place(ctx, d, text, ("text",))
+        session.dress(ctx.rng, d, pools.tokens)
+        yield from_draft(d, None, source=item["source"], group=item["group"], gen=f"text/{item['kind']}/{d.scene}", split=split)
+
+
+def hardneg_records(rng: Rng, pools, split: str, scale: float) -> Iterator[dict]:
+    """Generated benign text with attack vocabulary, in search boxes and text fields; held out by template."""
+    from engine.corpus.split import in_test
+
+    temps = [(tid, t) for tid, t in hardneg.templates() if in_test(f"hn:{tid}") == (split == "test")]
+    n = round(DATA["hardneg"] * scale * (TEST_SHARE if split == "test" else 1.0))
+    for _ in range(n):
+        ctx = Ctx(rng.child(), pools, split)
+        tid, template = ctx.rng.pick(temps)
+        value = hardneg.fill(ctx.rng, template)
+        if tid.startswith("hq"):
+            d = carrier(ctx, SEARCH_CARRIERS, split)
+            place(ctx, d, value, ("search",))
+        else:
+            d = carrier(ctx, FIELD_CARRIERS, split)
+            place(ctx, d, value, ("text",))
+        session.dress(ctx.rng, d, pools.tokens)
+        yield from_draft(d, None, source="hardneg", group=f"hn:{tid}", gen=f"hardneg/{d.scene}", split=split)
+
+
+VALUE_CARRIERS = Weighted({"page": 2, "search": 1, "api_read": 2, "form_post": 3, "api_write": 2})
+
+
+def value_kind(v: str) -> tuple[str, ...]:
+    if "@" in v:
+        return ("email", "name")
+    if v.replace(".", "").replace("-", "").isdigit():
+        return ("id", "misc")
+    return ("name", "search", "text", "misc")
+
+
+def value_records(rng: Rng, pools, split: str, scale: float) -> Iterator[dict]:
+    """payloads.jsonl benign values: parameters in query, form and JSON positions; User-Agents as headers."""
+    for kind, items, budget in (("values", pools.values, DATA["values"]), ("agents", pools.agents, DATA["agents"])):
+        items = list(items)
+        rng.shuffle(items)
+        n = min(len(items), round(budget * scale * (TEST_SHARE * 1.5 if split == "test" else 1.0)))
+        for item in items[:n]:
+            ctx = Ctx(rng.child(), pools, split)
+            d = carrier(ctx, VALUE_CARRIERS, split)
+            if kind == "agents" and ctx.rng.chance(0.8):
+                d.set_header("User-Agent", item["payload"])
+            else:
+                place(ctx, d, item["payload"], value_kind(item["payload"]) if kind == "values" else ("text", "misc"))
+            session.dress(ctx.rng, d, pools.tokens)
+            yield from_draft(d, None, source=item["source"], group=item["group"], gen=f"value/{kind}/{d.scene}", split=split)
+
+
+def generate(rng: Rng, pools, split: str, scale: float) -> Iterator[dict]:
+    yield from shape_records(rng.child("shapes"), pools, split, scale)
+    yield from text_records(rng.child("texts"), pools, split, scale)
+    yield from hardneg_records(rng.child("hardneg"), pools, split, scale)
+    yield from value_records(rng.child("values"), pools, split, scale)
+    yield from api_traffic.generate(rng.child("api"), pools, split, scale)
