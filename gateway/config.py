@@ -90,6 +90,7 @@ class OriginConfig:
 
 @dataclass(frozen=True)
 class ModelConfig:
+    enabled: bool = True  # false: no model; every request is decided by the rules alone (benchmarks, triage)
     bundle: str | None = None  # bundle folder; null = the default bundle shipped in the package
     threads: int = 1  # ONNX Runtime threads per lane
     max_batch: int = 16
@@ -263,6 +264,7 @@ class Config:
             reset_after_s=self.breaker.reset_after_s,
             rules=self.rules.path,
             overrides=self.rules.overrides,
+            disabled=not m.enabled,
         )
 
 

@@ -154,7 +154,11 @@ def test_engine_settings_carry_the_engine_keys(tmp_path):
     )
     s = c.engine_settings()
     assert (s.threads, s.timeout_ms, s.max_tokens, s.cache_ttl_s, s.failures_to_open) == (2, 250.0, 512, 5.0, 3)
-    assert (s.bundle, s.rules, s.reset_after_s) == (None, None, 30.0)
+    assert (s.bundle, s.rules, s.reset_after_s, s.disabled) == (None, None, 30.0, False)
+
+
+def test_model_enabled_false_disables_decisions(tmp_path):
+    assert load_text(tmp_path, "model: {enabled: false}").engine_settings().disabled is True
 
 
 def test_serving_requires_an_origin():
