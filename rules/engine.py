@@ -209,6 +209,20 @@ class RuleEngine:
         label = next((r.label for r in hits if r.label), None)
         return RuleResult(sum(r.score for r in hits), tuple(r.id for r in hits), tags, self.threshold, label)
 
+    def explain(self, features: Features) -> list[tuple[str, str, str, str]]:
+        """For each matching rule: (rule id, target, field name, the transformed value it matched).
+        Slow (rule by rule); meant for tuning and for operators reading a block, not for serving."""
+        request_units = units(features, self.wanted)
+        out = []
+        for i in sorted(self._scan_units(request_units)):
+            rule = self.rules[i]
+            for unit in request_units:
+                hit = any(t in rule.targets for t in unit.targets) and rule.accepts(unit.value)
+                if hit and self._matches(rule, unit):
+                    out.append((rule.id, unit.targets[0], unit.name, _transformed(unit, rule.transforms)))
+                    break
+        return out
+
     def evaluate(self, features: Features) -> Verdict:
         """Block at the threshold, else the routing decision. Never raises."""
         try:

@@ -192,6 +192,28 @@ def compile_operator(spec: Any, base: Path) -> Operator:
         return Operator("ip", lambda s: ip_in(nets, s), negate, None, spec)
     if kind == "length":
         return Operator("length", _length(spec["length"]), negate, None, spec)
+    if kind == "sqli" and isinstance(spec[kind], dict):
+        return Operator(kind, _sqli_filtered(spec[kind]), negate, None, spec)
     if spec[kind] is not True:
-        raise OperatorError(kind, "must be true")
+        raise OperatorError(kind, "must be true" + (" or {exclude_fingerprints: <regex>}" if kind == "sqli" else ""))
     return Operator(kind, is_sqli if kind == "sqli" else is_xss, negate, None, spec)
+
+
+def _sqli_filtered(opts: dict) -> Callable[[str], bool]:
+    """libinjection SQLi, ignoring fingerprints that match a regex: free-text SQL (a statement that starts
+    with SELECT, fingerprint `E...`) is documentation far more often than an injection."""
+    unknown = set(opts) - {"exclude_fingerprints"}
+    if unknown:
+        raise OperatorError(f"sqli.{sorted(unknown)[0]}", "unknown key (expected exclude_fingerprints)")
+    pattern = opts.get("exclude_fingerprints")
+    if not isinstance(pattern, str) or not pattern:
+        raise OperatorError("sqli.exclude_fingerprints", "must be a regex string")
+    rx = compile_re2(pattern, "sqli.exclude_fingerprints")
+
+    def test(value: str) -> bool:
+        if not value:
+            return False
+        res = libinjection.is_sql_injection(_text(value))
+        return bool(res["is_sqli"]) and rx.search(res["fingerprint"]) is None
+
+    return test
