@@ -39,10 +39,10 @@ _DEFAULT = Weighted(POSITIONS)
 # benign scenes that carry a payload at each position (the same scenes the benign generator uses)
 CARRIERS = {
     "query": Weighted({"page": 30, "search": 25, "api_read": 30, "static": 5, "api_item": 5, "crawler": 5}),
-    "form": Weighted({"form_post": 70, "text_post": 15, "long_doc": 15}),
-    "json": Weighted({"api_write": 60, "text_post": 25, "long_doc": 15}),
+    "form": Weighted({"form_post": 72, "text_post": 18, "long_doc": 10}),
+    "json": Weighted({"api_write": 62, "text_post": 28, "long_doc": 10}),
     "multipart": Weighted({"multipart_form": 60, "upload": 40}),
-    "text": Weighted({"text_post": 80, "long_doc": 20}),
+    "text": Weighted({"text_post": 85, "long_doc": 15}),
     "any": Weighted({"page": 25, "static": 10, "search": 10, "api_read": 15, "api_item": 10, "api_write": 15, "form_post": 10, "text_post": 5}),
 }  # fmt: skip
 COOKIE_NAMES = ["session", "user", "lang", "theme", "prefs", "cart", "remember_me", "uid", "PHPSESSID", "token", "auth", "locale",

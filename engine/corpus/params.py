@@ -66,48 +66,61 @@ def _search(rng: Rng) -> str:
     if r < 0.3:
         return hardneg.fill(rng, rng.pick(hardneg.QUERIES))
     if r < 0.6:
-        return " ".join(rng.pick(vocab.ADJ + vocab.WORDS) for _ in range(rng.randrange(1, 4)))
+        return " ".join(rng.pick(_TERMS) for _ in range(rng.randrange(1, 4)))
     if r < 0.8:
         return vocab.product(rng)
-    return rng.pick([vocab.full_name(rng), vocab.city(rng), f"{rng.pick(vocab.WORDS)} {rng.randrange(1990, 2027)}", vocab.title(rng)])
+    return rng.call(lambda: vocab.full_name(rng), lambda: vocab.city(rng), lambda: f"{rng.pick(vocab.WORDS)} {rng.randrange(1990, 2027)}", lambda: vocab.title(rng))
+
+
+_TERMS = vocab.ADJ + vocab.WORDS
 
 
 def value(rng: Rng, kind: str) -> str:
     """An ordinary value for a parameter of this kind."""
-    if kind == "search":
-        return _search(rng)
-    if kind == "id":
-        return rng.pick([str(rng.randrange(1, 10**6)), vocab.uuid(rng), vocab.slug(rng, 2), str(rng.randrange(1, 100)), rng.alnum(10).upper()])
-    if kind == "name":
-        return rng.pick([vocab.full_name(rng), vocab.first(rng), vocab.last(rng), vocab.username(rng)])
-    if kind == "text":
-        return hardneg.fill(rng, rng.pick(hardneg.SENTENCES)) if rng.chance(0.5) else vocab.title(rng)
-    if kind == "file":
-        return rng.pick([f"{vocab.slug(rng, 2)}.{rng.pick(['pdf', 'docx', 'csv', 'png', 'txt', 'html', 'md'])}", vocab.slug(rng, 1),
-                         f"docs/{vocab.slug(rng, 1)}/{vocab.slug(rng, 2)}.md", f"reports/{rng.randrange(2015, 2027)}/q{rng.randrange(1, 5)}.xlsx",
-                         rng.pick(["en", "de", "fr", "home", "about", "dark", "default", "invoice", "sidebar"]), f"../{vocab.slug(rng, 1)}.css" if rng.chance(0.1) else "index"])  # fmt: skip
-    if kind == "url":
-        return rng.pick([f"https://{vocab.domain(rng)}/{vocab.slug(rng, 2)}", f"https://cdn.{vocab.domain(rng).split('.', 1)[-1]}/img/{vocab.slug(rng, 1)}.jpg",
-                         f"https://{vocab.domain(rng)}/feed.xml", f"https://hooks.{rng.pick(['slack.com', 'example.com', 'zapier.com'])}/services/{rng.alnum(24)}",
-                         f"http://{vocab.domain(rng)}/"])  # fmt: skip
-    if kind == "redirect":
-        return rng.pick(["/", "/account", "/account/orders", f"/{vocab.slug(rng, 2)}", f"/checkout?step={rng.randrange(1, 4)}", f"https://{rng.pick(['www.example.com', 'app.acme.test', 'shop.example.net'])}/dashboard",
-                         "%2Fdashboard", f"/{rng.pick(['de', 'fr', 'en'])}/"])  # fmt: skip
-    if kind == "host":
-        return rng.pick([vocab.domain(rng), vocab.ipv4(rng), f"{vocab.domain(rng)}:{rng.pick([443, 8080, 8443])}", "example.com", f"2001:db8::{rng.randrange(1, 999)}"])
-    if kind == "email":
-        return vocab.email(rng)
-    if kind == "sort":
-        return rng.pick(["created_at", "-created_at", "price", "-price", "name asc", "updated_at desc", "relevance", "title,author", "id:desc", "status:open"])
-    if kind == "data":
-        blob = json.dumps({"step": rng.randrange(1, 5), "items": [rng.randrange(1, 999)], "t": vocab.timestamp(rng)}, separators=(",", ":"))
-        return rng.pick([base64.b64encode(blob.encode()).decode(), rng.alnum(rng.randrange(16, 64)), blob, vocab.uuid(rng)])
-    if kind == "code":
-        return rng.pick(["=SUM(A1:A10)", f"{rng.randrange(1, 99)}*({rng.randrange(1, 9)}+{rng.randrange(1, 9)})", "^[a-z0-9_-]{3,16}$",
-                         f"price > {rng.randrange(1, 99)} and stock > 0", "print('hello world')", "x => x * 2", "SELECT name FROM customers WHERE city = 'Berlin'",
-                         "{{ user.first_name }}", f"#{rng.hexid(6)}", "(a|b)*c"])  # fmt: skip
-    return rng.pick([rng.pick(vocab.LANGS), rng.pick(vocab.CURRENCIES), str(rng.randrange(1, 100)), rng.pick(["json", "xml", "csv", "html"]),
-                     rng.pick(["grid", "list", "compact"]), "1", "true"])  # fmt: skip
+    fn = VALUES.get(kind)
+    return fn(rng) if fn else rng.pick(MISC)
+
+
+def _file(rng: Rng) -> str:
+    return rng.call(lambda: f"{vocab.slug(rng, 2)}.{rng.pick(['pdf', 'docx', 'csv', 'png', 'txt', 'html', 'md'])}", lambda: vocab.slug(rng, 1),
+                    lambda: f"docs/{vocab.slug(rng, 1)}/{vocab.slug(rng, 2)}.md", lambda: f"reports/{rng.randrange(2015, 2027)}/q{rng.randrange(1, 5)}.xlsx",
+                    lambda: rng.pick(["en", "de", "fr", "home", "about", "dark", "default", "invoice", "sidebar"]),
+                    lambda: f"../{vocab.slug(rng, 1)}.css" if rng.chance(0.1) else "index")  # fmt: skip
+
+
+def _url(rng: Rng) -> str:
+    return rng.call(lambda: f"https://{vocab.domain(rng)}/{vocab.slug(rng, 2)}", lambda: f"https://cdn.{vocab.domain(rng).split('.', 1)[-1]}/img/{vocab.slug(rng, 1)}.jpg",
+                    lambda: f"https://{vocab.domain(rng)}/feed.xml", lambda: f"https://hooks.{rng.pick(['slack.com', 'example.com', 'zapier.com'])}/services/{rng.alnum(24)}",
+                    lambda: f"http://{vocab.domain(rng)}/")  # fmt: skip
+
+
+def _redirect(rng: Rng) -> str:
+    return rng.call(lambda: "/", lambda: "/account", lambda: "/account/orders", lambda: f"/{vocab.slug(rng, 2)}", lambda: f"/checkout?step={rng.randrange(1, 4)}",
+                    lambda: f"https://{rng.pick(['www.example.com', 'app.acme.test', 'shop.example.net'])}/dashboard", lambda: "%2Fdashboard",
+                    lambda: f"/{rng.pick(['de', 'fr', 'en'])}/")  # fmt: skip
+
+
+def _data(rng: Rng) -> str:
+    def blob() -> str:
+        return json.dumps({"step": rng.randrange(1, 5), "items": [rng.randrange(1, 999)], "t": vocab.timestamp(rng)}, separators=(",", ":"))
+
+    return rng.call(lambda: base64.b64encode(blob().encode()).decode(), lambda: rng.alnum(rng.randrange(16, 64)), blob, lambda: vocab.uuid(rng))
+
+
+CODE = ["=SUM(A1:A10)", "^[a-z0-9_-]{3,16}$", "print('hello world')", "x => x * 2", "SELECT name FROM customers WHERE city = 'Berlin'",
+        "{{ user.first_name }}", "(a|b)*c", "price > 10 and stock > 0", "=VLOOKUP(B2,Sheet2!A:C,3,FALSE)", "len(items) > 0"]  # fmt: skip
+SORTS = ["created_at", "-created_at", "price", "-price", "name asc", "updated_at desc", "relevance", "title,author", "id:desc", "status:open"]
+MISC = vocab.LANGS + vocab.CURRENCIES + ["json", "xml", "csv", "html", "grid", "list", "compact", "1", "true", "10", "25", "50", "2"]
+VALUES = {
+    "search": _search,
+    "id": lambda rng: rng.call(lambda: str(rng.randrange(1, 10**6)), lambda: vocab.uuid(rng), lambda: vocab.slug(rng, 2), lambda: str(rng.randrange(1, 100)), lambda: rng.alnum(10).upper()),
+    "name": lambda rng: rng.call(lambda: vocab.full_name(rng), lambda: vocab.first(rng), lambda: vocab.last(rng), lambda: vocab.username(rng)),
+    "text": lambda rng: hardneg.fill(rng, rng.pick(hardneg.SENTENCES)) if rng.chance(0.5) else vocab.title(rng),
+    "file": _file, "url": _url, "redirect": _redirect, "data": _data, "email": vocab.email,
+    "host": lambda rng: rng.call(lambda: vocab.domain(rng), lambda: vocab.ipv4(rng), lambda: f"{vocab.domain(rng)}:{rng.pick([443, 8080, 8443])}", lambda: "example.com",
+                                 lambda: f"2001:db8::{rng.randrange(1, 999)}"),
+    "sort": lambda rng: rng.pick(SORTS), "code": lambda rng: rng.pick(CODE),
+}  # fmt: skip
 
 
 def benign_pairs(rng: Rng, n: int) -> list[tuple[str, str]]:

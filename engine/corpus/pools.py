@@ -58,6 +58,14 @@ class Pools:
     values: list[dict] = field(default_factory=list)  # benign payload values (param context)
     agents: list[dict] = field(default_factory=list)  # benign User-Agent values
     tokens: list[str] = field(default_factory=list)
+    cache: dict[str, list] = field(default_factory=dict)  # generated building blocks of long bodies, made once
+
+    def cached(self, key: str, make, n: int) -> list:
+        """n values from `make()` made once per pool: long exports reuse them instead of generating
+        thousands of fresh items per request (the build must stay within minutes)."""
+        if key not in self.cache:
+            self.cache[key] = [make() for _ in range(n)]
+        return self.cache[key]
 
     def text(self, rng: Rng, kinds: tuple[str, ...], short: bool = False) -> dict:
         """A random text of one of `kinds` (any kind if none is available)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import random
-from typing import Sequence, TypeVar
+from typing import Callable, Sequence, TypeVar
 
 T = TypeVar("T")
 
@@ -39,6 +39,18 @@ class Rng(random.Random):
     def pick(self, seq: Sequence[T]) -> T:
         return seq[int(self.random() * len(seq))]
 
+    def randrange(self, start: int, stop: int | None = None, step: int = 1) -> int:
+        """Like random.randrange, several times faster for the (start, stop) calls the generators make."""
+        if stop is None:
+            start, stop = 0, start
+        if step == 1 and stop > start:
+            return start + int(self.random() * (stop - start))
+        return super().randrange(start, stop, step)
+
+    def call(self, *choices: Callable[[], T]) -> T:
+        """Evaluate one of several alternatives (only the chosen one is computed)."""
+        return choices[int(self.random() * len(choices))]()
+
     def chance(self, p: float) -> bool:
         return self.random() < p
 
@@ -46,7 +58,7 @@ class Rng(random.Random):
         return "%0*x" % (n, self.getrandbits(4 * n))
 
     def alnum(self, n: int, alphabet: str = "abcdefghijklmnopqrstuvwxyz0123456789") -> str:
-        return "".join(self.pick(alphabet) for _ in range(n))
+        return "".join(self.choices(alphabet, k=n))
 
     def loguniform(self, lo: float, hi: float) -> float:
         """Sizes spread over orders of magnitude: as many 1-10 KB bodies as 10-100 KB ones."""

@@ -17,7 +17,7 @@ from engine.corpus.rand import Rng
 from engine.corpus.scenes import Ctx, scene, start
 from engine.corpus.scenes_api import json_slots, shape
 from engine.corpus.scenes_forms import csv_text
-from engine.corpus.slots import Slot
+from engine.corpus.slots import Slot, json_leaves
 
 # which text scenes suit which benign_text kind (code belongs in a gist or a review, prose in a comment)
 FOR_KIND = {
@@ -133,23 +133,27 @@ def long_doc(ctx: Ctx, variant: str) -> Draft:
         return _json(ctx, rng.pick(["POST", "PUT"]), rng.pick(["/api/articles", "/wp-json/wp/v2/posts", "/ghost/api/admin/posts/"]), obj, ("content",))
     if variant in ("json_export", "bulk_api"):
         kind = rng.pick(["order", "product", "user_profile", "event", "invoice"])
-        items, n = [], 0
+        crng = Rng("long-doc-items", ctx.split, kind)
+        made = ctx.pools.cached(f"items:{kind}", lambda: json.dumps(shape(crng, kind), ensure_ascii=False), 300)
+        picked, n = [], 0
         while n < size:
-            items.append(shape(rng, kind))
-            n += 400 if kind != "invoice" else 700
+            picked.append(rng.pick(made))
+            n += len(picked[-1])
+        items = json.loads("[" + ",".join(picked) + "]")  # fresh objects: slots may change one of them
         obj = {"exported_at": vocab.date(rng), "count": len(items), "items": items} if variant == "json_export" else items
         d = start(ctx, "POST", rng.pick(["/api/import", "/api/v1/bulk", f"/api/v2/{rng.pick(paths.RESOURCES)}/batch"]), "api")
         d.body = Body("json", obj=obj)
         mid = items[len(items) // 2]
         base = ("items", len(items) // 2) if variant == "json_export" else (len(items) // 2,)
-        from engine.corpus.slots import json_leaves
-
         d.slots += [Slot("json", base + p, "text") for p in json_leaves(mid)]
         d.focus = d.slots[-1] if d.slots else None
         return d
     if variant == "csv_upload":
         d = start(ctx, "POST", rng.pick(["/import/contacts", "/api/v1/imports", "/admin/products/import"]), "form")
-        parts = [Part("file", csv_text(rng, max(2, size // 70)), f"{vocab.slug(rng, 1)}.csv", "text/csv"), Part("delimiter", ","), Part("notes", _short(ctx))]
+        crng = Rng("long-doc-csv", ctx.split)
+        rows = ctx.pools.cached("csv", lambda: csv_text(crng, 1).split("\n", 1)[1].rstrip("\n"), 2000)
+        table = "id,name,email,city,amount,date\n" + "\n".join(rng.choices(rows, k=max(2, size // 70))) + "\n"
+        parts = [Part("file", table, f"{vocab.slug(rng, 1)}.csv", "text/csv"), Part("delimiter", ","), Part("notes", _short(ctx))]
         d.body = Body("multipart", parts=parts, boundary=boundary(rng, d.client))
         d.slots += [Slot("multipart", "notes", "text"), Slot("multipart", "delimiter", "misc")]
         d.focus = d.slots[0]

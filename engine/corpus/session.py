@@ -39,12 +39,12 @@ def jwt(rng: Rng) -> str:
 def session_cookies(rng: Rng) -> list[tuple[str, str]]:
     """An application session plus the usual analytics and consent cookies of a site."""
     out: list[tuple[str, str]] = []
-    name, value = rng.pick([
-        ("sessionid", rng.alnum(32)), ("PHPSESSID", rng.alnum(26)), ("JSESSIONID", rng.hexid(32).upper()),
-        ("connect.sid", "s%3A" + rng.alnum(32) + "." + _b64url(rng.randbytes(32))), ("_session_id", rng.hexid(32)),
-        ("__Host-session", _b64url(rng.randbytes(24))), ("laravel_session", _b64url(rng.randbytes(120))),
-        ("ASP.NET_SessionId", rng.alnum(24)), ("session", _b64url(rng.randbytes(60)) + "." + rng.alnum(6)),
-    ])  # fmt: skip
+    name, value = rng.call(
+        lambda: ("sessionid", rng.alnum(32)), lambda: ("PHPSESSID", rng.alnum(26)), lambda: ("JSESSIONID", rng.hexid(32).upper()),
+        lambda: ("connect.sid", "s%3A" + rng.alnum(32) + "." + _b64url(rng.randbytes(32))), lambda: ("_session_id", rng.hexid(32)),
+        lambda: ("__Host-session", _b64url(rng.randbytes(24))), lambda: ("laravel_session", _b64url(rng.randbytes(120))),
+        lambda: ("ASP.NET_SessionId", rng.alnum(24)), lambda: ("session", _b64url(rng.randbytes(60)) + "." + rng.alnum(6)),
+    )  # fmt: skip
     out.append((name, value))
     if rng.chance(0.5):
         out.append(("csrftoken", rng.alnum(32)))
@@ -58,9 +58,10 @@ def tracking_cookies(rng: Rng) -> list[tuple[str, str]]:
     if rng.chance(0.3):
         out.append(("_fbp", f"fb.1.{vocab.timestamp(rng, ms=True)}.{rng.randrange(10**9)}"))
     if rng.chance(0.3):
-        out.append(rng.pick([("cookieconsent_status", "dismiss"), ("OptanonConsent", f"isGpcEnabled=0&datestamp={vocab.date(rng).replace(' ', '+')}&version=202401.1.0".replace("&", "%26").replace("=", "%3D").replace(":", "%3A")),
-                             ("theme", rng.pick(["dark", "light"])), ("lang", rng.pick(vocab.LANGS)), ("ajs_anonymous_id", "%22" + vocab.uuid(rng) + "%22"),
-                             ("currency", rng.pick(vocab.CURRENCIES)), ("tz", rng.pick(["Europe%2FBerlin", "America%2FNew_York", "Asia%2FTokyo"]))]))  # fmt: skip
+        out.append(rng.call(lambda: ("cookieconsent_status", "dismiss"), lambda: ("theme", rng.pick(["dark", "light"])), lambda: ("lang", rng.pick(vocab.LANGS)),
+                            lambda: ("OptanonConsent", f"isGpcEnabled%3D0%26datestamp%3D{vocab.date(rng)}%26version%3D202401.1.0".replace(":", "%3A").replace(" ", "+")),
+                            lambda: ("ajs_anonymous_id", "%22" + vocab.uuid(rng) + "%22"), lambda: ("currency", rng.pick(vocab.CURRENCIES)),
+                            lambda: ("tz", rng.pick(["Europe%2FBerlin", "America%2FNew_York", "Asia%2FTokyo"]))))  # fmt: skip
     return out
 
 

@@ -24,7 +24,7 @@ GENERATED_FRACTION = 0.05  # generated payloads stay mostly in train (data READM
 # whole benign_text repositories the model never trains on (MODEL-NOTES: keep whole sources out)
 HELD_OUT_TEXT_SOURCES = ("alpinejs/alpine", "prometheus/docs", "sqlalchemy/sqlalchemy", "reactjs/ko.react.dev")
 
-_REPEAT = re.compile(r"(.{1,24}?)\1+", re.S)
+_REPEAT = re.compile(r"(.{1,12}?)\1+", re.S)
 _DIGITS = re.compile(r"\d+")
 _ODD = re.compile(r"[^\x20-\x7e]+")
 _SPACE = re.compile(r"\s+")
@@ -37,7 +37,7 @@ def skeleton(payload: str) -> str:
     s = _ODD.sub("#", s)
     s = s.replace("\\", "/")
     s = _SPACE.sub(" ", s).strip()
-    for _ in range(3):
+    for _ in range(2):
         t = _REPEAT.sub(r"\1", s)
         if t == s:
             break
@@ -72,9 +72,10 @@ def assign_groups(records: list[dict[str, Any]]) -> None:
 
 
 def choose_test(groups: dict[str, int], fraction: float = TEST_FRACTION, min_groups: int = 3) -> set[str]:
-    """Test groups among `groups` (group → record count): about `fraction` of the groups, drawn in salted
-    order, skipping a group that would put more than fraction + 10 % of the records into test (one giant
-    template must not empty the training side). Classes with fewer than `min_groups` groups stay in train."""
+    """Test groups among `groups` (group → record count), drawn in salted order until about `fraction` of
+    the groups and at least two thirds of `fraction` of the records are held out. A group that would put
+    more than fraction + 10 % of the records into test is skipped (one giant template must not empty the
+    training side). Classes with fewer than `min_groups` groups stay in train."""
     if len(groups) < min_groups:
         return set()
     total = sum(groups.values())
@@ -82,7 +83,7 @@ def choose_test(groups: dict[str, int], fraction: float = TEST_FRACTION, min_gro
     chosen: set[str] = set()
     held = 0
     for g in sorted(groups, key=lambda g: unit(SALT, g)):
-        if len(chosen) >= want:
+        if len(chosen) >= want and held >= 0.66 * fraction * total:
             break
         if held + groups[g] <= (fraction + 0.10) * total or not chosen and groups[g] <= 0.5 * total:
             chosen.add(g)

@@ -23,7 +23,8 @@ García Müller Nowak Kowalski Núñez Dubois Rossi Nguyen Kim Tanaka Ivanova Ö
 D'Souza Smith-Jones Lefèvre Åström Żak Wiśniewski Dvořák Šimić Fernández Gonçalves Schäfer Weiß
 Papadopoulos Mørk Björnsdóttir Ó_Súilleabháin van_der_Berg de_la_Cruz von_Trapp St._John Al-Farsi
 Ben-David Mac_Giolla O'Connor-Reyes Иванов Петрова 田中 鈴木 王 李 김 박 Sharma Patel Okafor Adeyemi
-Mbeki Chen Wang Yamamoto Lindqvist Jovanović Kovačević Horváth Nagy Popescu Andersson""".replace("_", " ").split()
+Mbeki Chen Wang Yamamoto Lindqvist Jovanović Kovačević Horváth Nagy Popescu Andersson""".split()
+LAST = [w.replace("_", " ") for w in LAST]
 STREETS = """Baker Street|Rue de l'Église|Calle Mayor|Hauptstraße|ul. Marszałkowska|Amphitheatre Pkwy|
 Via dell'Indipendenza|Av. Paulista|O'Connell St.|Main St|Elm Street|Friedrichstraße|Carrer de Mallorca|
 Rua Augusta|Kungsgatan|Nørrebrogade|Rue du Faubourg Saint-Honoré|King's Road|Queen's Gate|
@@ -67,6 +68,9 @@ CURRENCIES = ["USD", "EUR", "GBP", "JPY", "PLN", "BRL", "CAD", "CHF", "SEK", "IN
 TLDS = ["com", "org", "net", "io", "dev", "co.uk", "de", "fr", "app", "example"]
 
 
+_TERMS = WORDS + ADJ
+
+
 def first(rng: Rng) -> str:
     return rng.pick(FIRST)
 
@@ -105,21 +109,21 @@ def email(rng: Rng) -> str:
 
 def phone(rng: Rng) -> str:
     d = lambda n: "".join(str(rng.randrange(10)) for _ in range(n))  # noqa: E731
-    return rng.pick([
-        f"+1 ({d(3)}) 555-{d(4)}", f"+44 20 {d(4)} {d(4)}", f"+33 6 {d(2)} {d(2)} {d(2)} {d(2)}",
-        f"+49 30 {d(7)}", f"0{d(3)} {d(6)}", f"({d(3)}) {d(3)}-{d(4)} ext. {d(2)}", f"+81-3-{d(4)}-{d(4)}",
-        f"+48 {d(3)} {d(3)} {d(3)}", f"{d(3)}.{d(3)}.{d(4)}", f"+55 11 9{d(4)}-{d(4)}",
-    ])  # fmt: skip
+    return rng.call(
+        lambda: f"+1 ({d(3)}) 555-{d(4)}", lambda: f"+44 20 {d(4)} {d(4)}", lambda: f"+33 6 {d(2)} {d(2)} {d(2)} {d(2)}",
+        lambda: f"+49 30 {d(7)}", lambda: f"0{d(3)} {d(6)}", lambda: f"({d(3)}) {d(3)}-{d(4)} ext. {d(2)}", lambda: f"+81-3-{d(4)}-{d(4)}",
+        lambda: f"+48 {d(3)} {d(3)} {d(3)}", lambda: f"{d(3)}.{d(3)}.{d(4)}", lambda: f"+55 11 9{d(4)}-{d(4)}",
+    )  # fmt: skip
 
 
 def street(rng: Rng) -> str:
     n, s = rng.randrange(1, 250), rng.pick(STREETS)
-    return rng.pick([f"{n} {s}", f"{s} {n}", f"{s}, {n}, {rng.randrange(1, 9)}º B", f"Apt #{rng.randrange(1, 40)}, {n} {s}"])
+    return rng.call(lambda: f"{n} {s}", lambda: f"{s} {n}", lambda: f"{s}, {n}, {rng.randrange(1, 9)}º B", lambda: f"Apt #{rng.randrange(1, 40)}, {n} {s}")
 
 
 def postcode(rng: Rng) -> str:
-    return rng.pick([f"{rng.randrange(10000, 99999)}", f"SW1A {rng.randrange(1, 9)}AA", f"{rng.randrange(10, 99)}-{rng.randrange(100, 999)}",
-                     f"H2X {rng.randrange(1, 9)}Y{rng.randrange(1, 9)}", f"{rng.randrange(100, 999)} {rng.randrange(10, 99)}"])  # fmt: skip
+    return rng.call(lambda: f"{rng.randrange(10000, 99999)}", lambda: f"SW1A {rng.randrange(1, 9)}AA", lambda: f"{rng.randrange(10, 99)}-{rng.randrange(100, 999)}",
+                    lambda: f"H2X {rng.randrange(1, 9)}Y{rng.randrange(1, 9)}", lambda: f"{rng.randrange(100, 999)} {rng.randrange(10, 99)}")  # fmt: skip
 
 
 def city(rng: Rng) -> str:
@@ -130,12 +134,13 @@ def price(rng: Rng, formatted: bool = False) -> str:
     v = round(rng.loguniform(0.5, 5000), 2)
     if not formatted:
         return f"{v:.2f}"
-    return rng.pick([f"${v:,.2f}", f"€{v:,.2f}".replace(",", " "), f"{v:.2f} €", f"£{v:.2f}", f"¥{int(v * 100):,}", f"{v:.2f} zł"])
+    return rng.call(lambda: f"${v:,.2f}", lambda: f"€{v:,.2f}".replace(",", " "), lambda: f"{v:.2f} €", lambda: f"£{v:.2f}", lambda: f"¥{int(v * 100):,}", lambda: f"{v:.2f} zł")
 
 
 def date(rng: Rng) -> str:
     y, m, d = rng.randrange(1950, 2027), rng.randrange(1, 13), rng.randrange(1, 29)
-    return rng.pick([f"{y}-{m:02d}-{d:02d}", f"{m:02d}/{d:02d}/{y}", f"{d:02d}.{m:02d}.{y}", f"{y}-{m:02d}-{d:02d}T{rng.randrange(24):02d}:{rng.randrange(60):02d}:00Z"])
+    return rng.call(lambda: f"{y}-{m:02d}-{d:02d}", lambda: f"{m:02d}/{d:02d}/{y}", lambda: f"{d:02d}.{m:02d}.{y}",
+                    lambda: f"{y}-{m:02d}-{d:02d}T{rng.randrange(24):02d}:{rng.randrange(60):02d}:00Z")
 
 
 def timestamp(rng: Rng, ms: bool = False) -> str:
@@ -149,21 +154,23 @@ def uuid(rng: Rng) -> str:
 
 
 def slug(rng: Rng, words: int | None = None) -> str:
-    n = words or rng.randrange(1, 6)
-    return "-".join(rng.pick(WORDS + ADJ) for _ in range(n))
+    return "-".join(rng.choices(_TERMS, k=words or rng.randrange(1, 6)))
 
 
 def title(rng: Rng) -> str:
-    n = rng.randrange(2, 8)
-    return " ".join(rng.pick(WORDS + ADJ) for _ in range(n)).capitalize()
+    return " ".join(rng.choices(_TERMS, k=rng.randrange(2, 8))).capitalize()
 
 
 def product(rng: Rng) -> str:
-    return rng.pick(PRODUCTS) if rng.chance(0.5) else f"{rng.pick(ADJ).capitalize()} {rng.pick(WORDS)} {rng.pick(['', 'XL', 'Pro', 'v2', '2-pack', '(refurbished)', 'Mini'])}".strip()
+    return rng.pick(PRODUCTS) if rng.chance(0.5) else f"{rng.pick(ADJ).capitalize()} {rng.pick(WORDS)} {rng.pick(_SUFFIX)}".strip()
+
+
+_SUFFIX = ["", "XL", "Pro", "v2", "2-pack", "(refurbished)", "Mini"]
 
 
 def domain(rng: Rng) -> str:
-    return f"{rng.pick(['www.', 'blog.', 'shop.', 'docs.', 'app.', ''])}{rng.pick(WORDS)}{rng.pick(['', '-' + rng.pick(WORDS), 'hub', 'ly'])}.{rng.pick(TLDS)}"
+    mid = "-" + rng.pick(WORDS) if rng.chance(0.25) else rng.pick(["", "hub", "ly"])
+    return f"{rng.pick(['www.', 'blog.', 'shop.', 'docs.', 'app.', ''])}{rng.pick(WORDS)}{mid}.{rng.pick(TLDS)}"
 
 
 def ipv4(rng: Rng, public: bool = True) -> str:

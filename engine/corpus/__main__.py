@@ -1,0 +1,27 @@
+"""`python -m engine.corpus --data ../shared/data --out work/corpus [--seed 1] [--scale 1.0]`: build the
+training corpus (train.jsonl, test.jsonl, evasion.jsonl, summary.json) and print its summary table."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from engine.corpus.build import build
+from engine.corpus.summary import table
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m engine.corpus", description=__doc__)
+    ap.add_argument("--data", default="../shared/data", help="folder of the shared data files")
+    ap.add_argument("--out", default="work/corpus", help="output folder")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--scale", type=float, default=1.0, help="multiplies every count (0.01 for a quick build)")
+    args = ap.parse_args(argv)
+    t0 = time.time()
+    result = build(args.data, args.out, seed=args.seed, scale=args.scale)
+    print(table(result, time.time() - t0))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
