@@ -107,11 +107,12 @@ class RuleEngine:
     @classmethod
     def load(cls, path: str | Path | None = None, overrides: Iterable[dict] = ()) -> "RuleEngine":
         """None loads the packaged rules/default.yaml. Raises RuleError on any invalid rule or override."""
+        parsed = parse_overrides(list(overrides or ()))  # cheap: fail on them before compiling rules
         if path is None:
             ruleset = load_ruleset(DEFAULT_PATH, source="rules/default.yaml")
         else:
             ruleset = load_ruleset(Path(path))
-        engine = cls(ruleset, parse_overrides(list(overrides or ())))
+        engine = cls(ruleset, parsed)
         engine._compile_plans()
         return engine
 

@@ -22,12 +22,12 @@ ROUNDS = 4  # an attacker stacking more encodings than this gains nothing: the o
 _SLASHES = re.compile(r"/{2,}")
 _DOT_SEGMENT = re.compile(r"(?:^|(?<=/))\./")
 _SPACE_RUN = re.compile(r"\s+")
-_SQL_VERSIONED = re.compile(r"/\*!\d*")  # MySQL runs the text of /*!50000 ... */: keep it
+_SQL_VERSIONED = re.compile(r"/\*!\d*(.*?)(?:\*/|$)", re.S)  # MySQL runs the text of /*!50000 ... */
 _SQL_BLOCK = re.compile(r"/\*.*?(?:\*/|$)", re.S)
 _SQL_LINE = re.compile(r"(?:--|#)[^\n]*")
 _CMD_DROP = re.compile(r"[\\\"'^]")
 _CMD_SPACE_BEFORE = re.compile(r"\s+(?=[/(])")
-_CMD_SEP = re.compile(r"[,;]")
+_CMD_SEP = re.compile(r",")
 
 
 def urldecode(s: str) -> str:
@@ -109,7 +109,7 @@ def sql_comments(s: str) -> str:
     """SQL comments → one space, as a database reads them: `/**/`, `-- ...`, `# ...`. The body of a
     MySQL versioned comment (`/*!50000union*/`) is kept, since MySQL executes it."""
     if "/*" in s:
-        s = _SQL_VERSIONED.sub(" ", s)
+        s = _SQL_VERSIONED.sub(r" \1 ", s)
         s = _SQL_BLOCK.sub(" ", s)
     if "--" in s or "#" in s:
         s = _SQL_LINE.sub(" ", s)
@@ -117,8 +117,9 @@ def sql_comments(s: str) -> str:
 
 
 def cmdline(s: str) -> str:
-    """What a shell would run, the way CRS's cmdLine reads it: drop `\\ " ' ^` (c'a't → cat), spaces
-    before `/` and `(`, `,` and `;` → space, whitespace compressed, lower case."""
+    """What a shell would run, close to CRS's cmdLine: drop `\\ " ' ^` (c'a't → cat), spaces before `/`
+    and `(`, `,` → space, whitespace compressed, lower case. Unlike CRS, `;` stays: it separates commands,
+    and rules look for a command right after a separator."""
     s = _CMD_DROP.sub("", s)
     s = _CMD_SEP.sub(" ", s)
     s = _CMD_SPACE_BEFORE.sub("", s)

