@@ -109,9 +109,9 @@ class Model:
         self.run([self.encode(Features.build("GET", "/"))])
 
     def verdicts(self, labels: np.ndarray, feats: np.ndarray, batch: list[Encoded]) -> list[Verdict]:
-        return [self.verdict(labels[i], feats[i], batch[i].truncated) for i in range(len(batch))]
+        return [self.verdict(labels[i], feats[i], batch[i].truncated, batch[i].length) for i in range(len(batch))]
 
-    def verdict(self, probs: np.ndarray, feats: np.ndarray, truncated: bool = False) -> Verdict:
+    def verdict(self, probs: np.ndarray, feats: np.ndarray, truncated: bool = False, tokens: int = 0) -> Verdict:
         """Scores → Verdict. `block` wins when its probability reaches the bundle's calibrated threshold;
         otherwise the likeliest routing label. Attack tags only accompany a block."""
         labels = self.bundle.labels
@@ -137,4 +137,5 @@ class Model:
             model=self.id,
             truncated=truncated,
             scores=tuple(float(p) for p in probs),
+            tokens=tokens,
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 LABELS = ("block", "cache", "origin", "allow")
@@ -27,6 +27,7 @@ class Verdict:
     model: str = ""  # "name@version" of the bundle, or the ruleset's name
     truncated: bool = False  # the model saw only part of the request
     scores: tuple[float, ...] = ()  # per-label probabilities in LABELS order, when a model decided
+    tokens: int = field(default=0, compare=False)  # input tokens the model read (0: no model read it), for metrics
 
     def __post_init__(self) -> None:
         if self.label not in LABELS:
