@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Callable, Iterable
 
-from engine.corpus import attacks, benign, csic, evasion, plan, sources, split, summary
+from engine.corpus import attacks, benign, csic, evasion, plan, scanners, sources, split, summary
 from engine.corpus.io import dumps
 from engine.corpus.pools import build_pools
 from engine.corpus.rand import Rng
@@ -75,6 +75,7 @@ def build(data_dir: str, out_dir: str, seed: int = 1, scale: float = 1.0, log: L
     apache = csic.prepare_apache(data.apache)
     log_test = csic.split_groups(logs) | csic.split_groups(apache)
     pools = build_pools(data.texts, data.api, data.benign_values)
+    probes = scanners.split_entries(data.keywords)
     log(f"[corpus] groups and splits ready ({time.time() - t0:.1f}s)")
 
     os.makedirs(out_dir, exist_ok=True)
@@ -94,11 +95,12 @@ def build(data_dir: str, out_dir: str, seed: int = 1, scale: float = 1.0, log: L
             log(f"[corpus] {name}: {len(lines) - n0:7d} {what} ({time.time() - t:.1f}s)")
 
         add(attack_records(srng.child("attacks"), pools[name], name, by_split[name], scale, notes), "attack records")
+        add(scanners.generate(srng.child("scanners"), pools[name], name, probes[name], scale), "scanner probes from the keyword lists")
         mine = lambda recs: _subset(srng, [r for r in recs if (r["group"] in log_test) == (name == "test")], scale)  # noqa: E731
         add(csic.csic_records(srng.child("csic"), pools[name], name, mine(logs)), "CSIC 2010 records")
         add(csic.apache_records(srng.child("apache"), pools[name], name, mine(apache), 1), "access-log records")
-        scanners = [r for r in mine(apache) if r["attack_class"]]
-        add(csic.apache_records(srng.child("apache-scan"), pools[name], name, scanners, plan.APACHE_SCANNER_REPEAT - 1), "extra access-log scanner copies")
+        log_probes = [r for r in mine(apache) if r["attack_class"]]
+        add(csic.apache_records(srng.child("apache-scan"), pools[name], name, log_probes, plan.APACHE_SCANNER_REPEAT - 1), "extra access-log scanner copies")
         add(benign.generate(srng.child("benign"), pools[name], name, scale), "benign records")
         counts[name] = _write(os.path.join(out_dir, f"{name}.jsonl"), lines, srng.child("shuffle"))
     ev = evasion.generate(root.child("evasion"), pools["test"], by_split["test"], max(1, round(plan.EVASION_TOTAL * scale)))

@@ -6,11 +6,14 @@ from __future__ import annotations
 import os
 import re
 
+from engine.canonical import canonical_text
+
 from engine.corpus import encode, params, paths, raw, session, vocab
 from engine.corpus.raw import visible_anomaly
 from engine.corpus.draft import Body, Draft, Part, boundary
 from engine.corpus.scenes import Ctx, all_scenes, start
 from engine.corpus.slots import Slot, put
+from engine.features import Features
 
 
 def url(ctx: Ctx, target: str, query_only: bool = False) -> Draft:
@@ -47,11 +50,19 @@ def header_param(ctx: Ctx, d: Draft, payload: str) -> None:
         d.set_header("Referer", f"https://{d.host or paths.host(rng)}/{vocab.slug(rng, 2)}?{name}={encode.query_value(rng, payload)}")
     elif r < 0.55:
         d.set_header("User-Agent", encode.header_value(payload))
+    elif r < 0.7 and _shown("X-Forwarded-For", payload):
+        d.set_header(rng.pick(["X-Forwarded-For", "X-Real-IP"]), encode.header_value(payload))
     elif r < 0.7:
-        d.set_header(rng.pick(["X-Forwarded-For", "X-Real-IP", "True-Client-IP", "X-Client-IP"]), encode.header_value(payload))
+        d.set_header(rng.pick(["True-Client-IP", "X-Client-IP"]), encode.header_value(payload))
     else:
         put(rng, d, Slot("header", rng.pick(["X-Api-Version", "X-Client-Id", "X-User", "X-Search", "X-Tenant", "X-Device-Id", "X-Locale",
                                              "X-Session", "X-Custom-Header", "X-Callback-Url", "X-Request-Source"])), payload)  # fmt: skip
+
+
+def _shown(name: str, value: str) -> bool:
+    """Whether the canonical text keeps this header: forwarding headers with ordinary-looking values are
+    left out of it, and a payload there would be an attack the model cannot see."""
+    return canonical_text(Features.build(headers=[(name, encode.header_value(value))])) != canonical_text(Features.build())
 
 
 def named_header(d: Draft, name: str, value: str) -> None:
@@ -104,10 +115,11 @@ def sniff(payload: str) -> str:
     return "text/plain"
 
 
-BODY_PATHS = {"xml": ["/ws/OrderService", "/soap", "/api/v1/import/xml", "/xmlrpc.php", "/api/orders.xml", "/upload/xml", "/saml/acs"],
-              "json": ["/api/v1/users", "/api/login", "/api/v2/orders", "/api/import", "/api/settings", "/graphql", "/api/messages/send"],
-              "yaml": ["/api/config/app", "/api/settings/import", "/api/pipelines/main"], "form": ["/login", "/contact", "/api/session", "/search"],
-              "text/plain": ["/index.php", "/upload.php", "/api/notes/new", "/index.php?page=php://input"]}  # fmt: skip
+# paths that benign requests with such bodies use too (scenes_api, scenes_text, scenes_forms)
+BODY_PATHS = {"xml": ["/ws/OrderService", "/soap", "/api/v1/import/xml", "/xmlrpc.php", "/api/orders.xml", "/services/CustomerService.asmx"],
+              "json": ["/api/v1/users", "/api/v2/orders", "/api/import", "/api/v1/bulk", "/api/settings", "/graphql", "/api/messages/send", "/api/v1/sessions"],
+              "yaml": ["/api/config/app", "/api/settings/import/main", "/api/pipelines/main"], "form": ["/login", "/contact", "/register", "/search"],
+              "text/plain": ["/index.php", "/page.php", "/index.php?page=php://input", "/view.php?file=php://input"]}  # fmt: skip
 CTYPES = {"xml": ["application/xml", "text/xml; charset=utf-8", "application/soap+xml"], "json": ["application/json"], "yaml": ["application/x-yaml", "text/plain"],
           "form": ["application/x-www-form-urlencoded"], "text/plain": ["text/plain", "application/x-www-form-urlencoded"]}  # fmt: skip
 

@@ -33,6 +33,7 @@ class Scene:
     variants: tuple[str, ...]
     fn: Callable[[Ctx, str], Draft]
     tags: frozenset[str] = field(default_factory=frozenset)  # slot positions it offers, plus "long", "text"
+    keep: tuple[str, ...] = ()  # variants too common in real traffic to leave out of training
 
     def make(self, ctx: Ctx, variant: str) -> Draft:
         d = self.fn(ctx, variant)
@@ -43,7 +44,8 @@ class Scene:
         if len(self.variants) < 4:
             return ()
         n = max(1, round(TEST_FRACTION * len(self.variants)))
-        return tuple(sorted(self.variants, key=lambda v: unit(SALT, self.name, v))[:n])
+        candidates = [v for v in self.variants if v not in self.keep]
+        return tuple(sorted(candidates, key=lambda v: unit(SALT, self.name, v))[:n])
 
     def usable(self, split: str) -> tuple[str, ...]:
         """Variants a split may use: training never sees held-out variants; test may use all."""
@@ -56,9 +58,9 @@ class Scene:
 REGISTRY: dict[str, Scene] = {}
 
 
-def scene(name: str, variants: tuple[str, ...], tags: str = "") -> Callable:
+def scene(name: str, variants: tuple[str, ...], tags: str = "", keep: tuple[str, ...] = ()) -> Callable:
     def register(fn: Callable[[Ctx, str], Draft]) -> Callable[[Ctx, str], Draft]:
-        REGISTRY[name] = Scene(name, tuple(variants), fn, frozenset(tags.split()))
+        REGISTRY[name] = Scene(name, tuple(variants), fn, frozenset(tags.split()), tuple(keep))
         return fn
 
     return register

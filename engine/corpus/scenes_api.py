@@ -52,7 +52,7 @@ def api_read(ctx: Ctx, variant: str) -> Draft:
     return d
 
 
-@scene("api_item", ("get", "delete", "nested", "export"), "path query")
+@scene("api_item", ("get", "delete", "nested", "export"), "path query", keep=("get", "delete"))
 def api_item(ctx: Ctx, variant: str) -> Draft:
     rng = ctx.rng
     path = paths.api_item(rng)

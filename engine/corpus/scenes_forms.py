@@ -104,7 +104,7 @@ def file_part(ctx: Ctx, kind: str, field: str = "file") -> Part:
 UPLOAD_VARIANTS = ("image", "pdf", "csv", "text", "code", "avatar_api")
 
 
-@scene("upload", UPLOAD_VARIANTS, "multipart file")
+@scene("upload", UPLOAD_VARIANTS, "multipart file", keep=("image",))
 def upload(ctx: Ctx, variant: str) -> Draft:
     rng = ctx.rng
     path = rng.pick(["/upload", "/api/v1/files", "/api/uploads", f"/api/v2/projects/{rng.randrange(1, 999)}/attachments", "/media/upload", "/import"])

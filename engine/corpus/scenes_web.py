@@ -36,7 +36,7 @@ def _conditional(ctx: Ctx, d: Draft) -> None:
         d.extra.append(("If-Modified-Since", email.utils.formatdate(t, usegmt=True)))
 
 
-@scene("static", paths.STATIC_VARIANTS, "query path")
+@scene("static", paths.STATIC_VARIANTS, "query path", keep=("wordpress", "images", "icons"))
 def static(ctx: Ctx, variant: str) -> Draft:
     rng = ctx.rng
     path, q, dest = paths.static(rng, variant)
@@ -92,7 +92,7 @@ HEALTH = {"k8s": ["/healthz", "/livez", "/readyz", "/health/live", "/health/read
           "uptime": ["/", "/status", "/api/health", "/up", "/heartbeat"], "prometheus": ["/metrics", "/actuator/prometheus", "/stats/prometheus"]}  # fmt: skip
 
 
-@scene("health", tuple(HEALTH))
+@scene("health", tuple(HEALTH), keep=("k8s", "lb"))
 def health(ctx: Ctx, variant: str) -> Draft:
     d = start(ctx, "HEAD" if ctx.rng.chance(0.1) else "GET", ctx.rng.pick(HEALTH[variant]), "monitor", host=ctx.rng.pick(["10.0.3.7:8080", "localhost:8080", None]))
     if variant == "uptime" and ctx.rng.chance(0.3):

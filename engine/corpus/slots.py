@@ -119,7 +119,7 @@ def add(rng: Rng, d: Draft, where: str, kind: str) -> Slot:
     return slot
 
 
-HEADER_NAMES = ["Referer", "X-Forwarded-For", "X-Api-Version", "X-Client-Id", "X-User", "X-Search", "X-Tenant",
+HEADER_NAMES = ["Referer", "X-Api-Version", "X-Client-Id", "X-User", "X-Search", "X-Tenant",
                 "X-Device-Id", "X-Locale", "X-Session", "X-Original-Url", "X-Custom-Header", "True-Client-IP"]  # fmt: skip
 
 

@@ -46,6 +46,28 @@ def _keywords(folder: str) -> dict[str, list[str]]:
     return out
 
 
+def ssrf_targets(keywords: dict[str, list[str]], known: set[str]) -> list[dict[str, Any]]:
+    """The CRS SSRF target lists (metadata endpoints, loopback spellings, internal host names) as `param`
+    payloads: cloud-metadata URLs were a class the first model missed (MODEL-NOTES). Entries that are
+    prefixes (`http://[::]:`) are completed; entries already in the payload files are skipped."""
+    out = []
+    for name in ("crs_ssrf", "crs_ssrf-no-scheme"):
+        for i, entry in enumerate(keywords.get(name, [])):
+            url = entry if "://" in entry else "http://" + entry
+            if url.endswith(":"):
+                url += ("80", "8080", "2375", "6379")[i % 4] + "/"
+            elif url.endswith("-"):
+                url += "/"
+            if url.endswith("/latest/"):
+                url += ("meta-data/", "meta-data/iam/security-credentials/", "user-data", "")[i % 4]
+            if url in known:
+                continue
+            known.add(url)
+            out.append({"payload": url, "label": "attack", "attack_class": "ssrf", "context": "param", "source": "crs-keywords",
+                        "source_path": f"keywords/{name}.txt", "file": "keywords"})  # fmt: skip
+    return out
+
+
 def load(data_dir: str) -> Data:
     d = Data()
     for key in ("payloads", "extra"):
@@ -60,6 +82,7 @@ def load(data_dir: str) -> Data:
     d.csic = _jsonl(os.path.join(data_dir, FILES["csic"]))
     d.apache = _jsonl(os.path.join(data_dir, FILES["apache"]))
     d.keywords = _keywords(os.path.join(data_dir, "keywords"))
+    d.attacks += ssrf_targets(d.keywords, {r["payload"] for r in d.attacks})
     d.notes.append(f"loaded {len(d.attacks)} attack payloads, {len(d.benign_values)} benign values, {len(d.texts)} texts, "
                    f"{len(d.api)} api records, {len(d.csic)} CSIC and {len(d.apache)} access-log requests")  # fmt: skip
     return d

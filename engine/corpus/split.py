@@ -1,7 +1,7 @@
 """Groups and the train/test split: whole groups are held out, never single records.
 
 A payload's group is its template key (the skeleton: decoded, lower-cased, digits → 0, repeated
-substrings such as `../../` collapsed, non-ASCII and control characters made one mark), so the many
+substrings (three or more times) and `../` runs collapsed, non-ASCII and control characters made one mark), so the many
 encodings and depths of one payload from a template list stay on one side. Template-made sources
 (`generated`, phpggc gadget chains) are grouped by their template (`source_path`). Benign data is grouped
 by source file (benign_text), fixture file (benign_api), form path (CSIC) or site section (access log).
@@ -24,7 +24,8 @@ GENERATED_FRACTION = 0.05  # generated payloads stay mostly in train (data READM
 # whole benign_text repositories the model never trains on (MODEL-NOTES: keep whole sources out)
 HELD_OUT_TEXT_SOURCES = ("alpinejs/alpine", "prometheus/docs", "sqlalchemy/sqlalchemy", "reactjs/ko.react.dev")
 
-_REPEAT = re.compile(r"(.{1,12}?)\1+", re.S)
+_REPEAT = re.compile(r"(.{1,12}?)\1{2,}", re.S)
+_TRAVERSAL = re.compile(r"(?:\.{2,}/+)+")
 _DIGITS = re.compile(r"\d+")
 _ODD = re.compile(r"[^\x20-\x7e]+")
 _SPACE = re.compile(r"\s+")
@@ -36,6 +37,7 @@ def skeleton(payload: str) -> str:
     s = _DIGITS.sub("0", s)
     s = _ODD.sub("#", s)
     s = s.replace("\\", "/")
+    s = _TRAVERSAL.sub("../", s)
     s = _SPACE.sub(" ", s).strip()
     for _ in range(2):
         t = _REPEAT.sub(r"\1", s)
@@ -73,7 +75,8 @@ def assign_groups(records: list[dict[str, Any]]) -> None:
 
 def choose_test(groups: dict[str, int], fraction: float = TEST_FRACTION, min_groups: int = 3) -> set[str]:
     """Test groups among `groups` (group → record count), drawn in salted order until about `fraction` of
-    the groups and at least two thirds of `fraction` of the records are held out. A group that would put
+    the groups and at least two thirds of `fraction` of the records are held out (but never more than twice
+    `fraction` of the groups). A group that would put
     more than fraction + 10 % of the records into test is skipped (one giant template must not empty the
     training side). Classes with fewer than `min_groups` groups stay in train."""
     if len(groups) < min_groups:
@@ -83,7 +86,7 @@ def choose_test(groups: dict[str, int], fraction: float = TEST_FRACTION, min_gro
     chosen: set[str] = set()
     held = 0
     for g in sorted(groups, key=lambda g: unit(SALT, g)):
-        if len(chosen) >= want and held >= 0.66 * fraction * total:
+        if len(chosen) >= want and held >= 0.66 * fraction * total or len(chosen) >= 2 * want:
             break
         if held + groups[g] <= (fraction + 0.10) * total or not chosen and groups[g] <= 0.5 * total:
             chosen.add(g)
