@@ -7,6 +7,9 @@ Forwarding streams both ways: the origin receives the inspected prefix and then 
 stream, with the client's Content-Length when it sent one (chunked otherwise); the origin's status,
 headers and body come back as they are, never decompressed. Only this phase does I/O towards the origin.
 
+A `cache` action goes to cached.serve (the edge response cache), which uses send, relay and release below
+to reach the origin. Every answer says what the edge cache did in `x-clef-cache` (BYPASS unless cached).
+
 Short-circuits: a `block` answers the route's block response without contacting the origin. Before the
 response starts, an unreachable origin raises UpstreamError (502), a silent one UpstreamTimeout (504), a
 chunked body that runs past `limits.max_body_bytes` PayloadTooLarge (413). Once the first byte has gone
@@ -16,14 +19,14 @@ to the client a failure can only cut the connection: it is recorded on `ex.error
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, AsyncIterator
+from typing import TYPE_CHECKING, AsyncIterator, Callable
 
 import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 from yarl import URL
 
-from gateway import hops
+from gateway import cached, hops
 from gateway.errors import SERVER, ClientGone, PayloadTooLarge, UpstreamError, UpstreamTimeout
 
 if TYPE_CHECKING:
@@ -31,12 +34,15 @@ if TYPE_CHECKING:
 
 # aiohttp's client would otherwise add headers the client never sent
 SKIP_AUTO_HEADERS = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
+CACHE_STATUS = "x-clef-cache"  # HIT | MISS | EXPIRED | REVALIDATED | STALE | BYPASS
 
 
 async def perform(ex: Exchange) -> web.StreamResponse:
     if ex.action.blocks:
         return block(ex)
-    return await forward(ex)  # `cache` as well, until the edge cache lands
+    if ex.action.kind == "cache" and ex.edge is not None:
+        return await cached.serve(ex)
+    return await forward(ex)
 
 
 def block(ex: Exchange) -> web.Response:
@@ -44,6 +50,7 @@ def block(ex: Exchange) -> web.Response:
     headers = CIMultiDict(ex.headers.client)
     headers["Content-Type"] = answer.content_type
     headers["Server"] = SERVER
+    headers[CACHE_STATUS] = ex.cache_status
     return web.Response(status=answer.status, body=answer.body.encode("utf-8"), headers=headers)
 
 
@@ -55,8 +62,21 @@ def target(origin: str, request: web.Request) -> URL:
 
 
 async def forward(ex: Exchange) -> web.StreamResponse:
+    upstream = await send(ex, outgoing(ex))
+    try:
+        return await relay(ex, upstream)
+    finally:
+        release(ex, upstream)
+
+
+def outgoing(ex: Exchange) -> CIMultiDict[str]:
+    """The headers for the origin: the client's, cleaned of hop-by-hop and x-clef-*, plus ours."""
+    return hops.request_headers(ex.request, ex.config.origin.host == "preserve", ex.headers)
+
+
+async def send(ex: Exchange, headers: CIMultiDict[str]) -> aiohttp.ClientResponse:
+    """The request to the origin, up to its response headers; the body is the client's, streamed."""
     request, origin = ex.request, ex.config.origin
-    headers = hops.request_headers(request, origin.host == "preserve", ex.headers)
     sent = ex.clock()
     try:
         upstream = await ex.session.request(
@@ -77,13 +97,15 @@ async def forward(ex: Exchange) -> web.StreamResponse:
             raise PayloadTooLarge(f"request body exceeds limits.max_body_bytes ({limit})") from None
         raise UpstreamError(f"origin unreachable: {err}") from None
     ex.upstream_s = ex.clock() - sent
-    try:
-        return await relay(ex, upstream)
-    finally:
-        if ex.error:  # never hand a half-read connection back to the pool
-            upstream.close()
-        else:
-            upstream.release()
+    ex.upstream_status = upstream.status
+    return upstream
+
+
+def release(ex: Exchange, upstream: aiohttp.ClientResponse) -> None:
+    if ex.error or not upstream.content.at_eof():  # never hand a half-read connection back to the pool
+        upstream.close()
+    else:
+        upstream.release()
 
 
 async def body(ex: Exchange) -> AsyncIterator[bytes]:
@@ -101,12 +123,13 @@ async def body(ex: Exchange) -> AsyncIterator[bytes]:
         yield chunk
 
 
-async def relay(ex: Exchange, upstream: aiohttp.ClientResponse) -> web.StreamResponse:
-    response = web.StreamResponse(
-        status=upstream.status,
-        reason=upstream.reason,
-        headers=hops.response_headers(upstream.raw_headers, ex.headers),
-    )
+async def relay(
+    ex: Exchange, upstream: aiohttp.ClientResponse, tee: Callable[[bytes], None] | None = None
+) -> web.StreamResponse:
+    """Stream the origin's response to the client; `tee` sees every chunk too (the edge cache's fill)."""
+    headers = hops.response_headers(upstream.raw_headers, ex.headers)
+    headers[CACHE_STATUS] = ex.cache_status  # replaces any the origin sent: the status is ours to say
+    response = web.StreamResponse(status=upstream.status, reason=upstream.reason, headers=headers)
     try:
         await response.prepare(ex.request)
     except ConnectionError:
@@ -123,6 +146,8 @@ async def relay(ex: Exchange, upstream: aiohttp.ClientResponse) -> web.StreamRes
             return cut(ex, response)
         if not chunk:
             break
+        if tee is not None:
+            tee(chunk)
         try:
             await response.write(chunk)
         except ConnectionError:

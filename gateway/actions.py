@@ -19,7 +19,7 @@ from gateway.config import BlockResponse, Route
 
 @dataclass(frozen=True, slots=True)
 class Action:
-    kind: str  # what the gateway does: block | forward | cache (forwarded until the edge cache lands)
+    kind: str  # what the gateway does: block | forward | cache (served from the edge cache)
     intended: str  # what enforce mode does with this verdict; differs from kind only on detect routes
     label: str
     mode: str  # enforce | detect

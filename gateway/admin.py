@@ -1,8 +1,10 @@
-"""The admin listener: health, models and the decision API, on an address of its own.
+"""The admin listener: health, metrics, models, the decision API and cache purges, on an address of its own.
 
-    GET  /health        200 {"status": "ok", "model": {...}, "breaker": ...} or 503 with the reason
-    GET  /v1/models     {"models": [{name, version, labels, features, ...}]}
-    POST /v1/decision   {"input": ..., "max_tokens": n} → {"decision": {...}} or {"decisions": [...]}
+    GET  /health          200 {"status": "ok", "model": {...}, "breaker": ...} or 503 with the reason
+    GET  /metrics         the Prometheus text exposition (gateway/metrics.py)
+    GET  /v1/models       {"models": [{name, version, labels, features, ...}]}
+    POST /v1/decision     {"input": ..., "max_tokens": n} → {"decision": {...}} or {"decisions": [...]}
+    POST /v1/cache/purge  {"url": "/exact/path?q"} or {"prefix": "/static/"} → {"purged": n}
 
 Errors are JSON {"error": {"type", "message"}}: 400 bad JSON or types, 413 body over
 `admin.max_body_bytes`, 422 an invalid input, 503 no engine. The app holds no engine of its own; it asks
@@ -12,13 +14,14 @@ the proxy app's, through `decider()`, so both listeners decide alike.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import Any, Callable
 
 from aiohttp import web
 
 from gateway.config import Config
-from gateway.errors import EngineUnavailable, GatewayError, PayloadTooLarge
+from gateway.errors import ClientError, EngineUnavailable, GatewayError, PayloadTooLarge, Unprocessable
 from gateway.inputs import decision_request
 from gateway.parse import prefix
 
@@ -26,15 +29,21 @@ log = logging.getLogger("clef.gateway")
 
 DECIDER_OF: web.AppKey[Callable[[], Any]] = web.AppKey("clef_decider_of", object)
 CONFIG: web.AppKey[Config] = web.AppKey("clef_admin_config", Config)
+METRICS: web.AppKey[Any] = web.AppKey("clef_admin_metrics", object)
+EDGE: web.AppKey[Any] = web.AppKey("clef_admin_edge", object)
 
 
-def build(config: Config, decider: Callable[[], Any]) -> web.Application:
+def build(config: Config, decider: Callable[[], Any], metrics: Any = None, edge: Any = None) -> web.Application:
     app = web.Application(middlewares=[json_errors])
     app[CONFIG] = config
     app[DECIDER_OF] = decider
+    app[METRICS] = metrics
+    app[EDGE] = edge
     app.router.add_get("/health", health)
+    app.router.add_get("/metrics", metrics_text)
     app.router.add_get("/v1/models", models)
     app.router.add_post("/v1/decision", decision)
+    app.router.add_post("/v1/cache/purge", purge)
     return app
 
 
@@ -66,20 +75,58 @@ async def health(request: web.Request) -> web.Response:
     return web.json_response(report, status=200 if report.get("status") == "ok" else 503)
 
 
+async def metrics_text(request: web.Request) -> web.Response:
+    from gateway.metrics import CONTENT_TYPE
+
+    metrics = request.app[METRICS]
+    if metrics is None:
+        raise EngineUnavailable("no metrics: the admin app was built without a proxy")
+    return web.Response(body=metrics.scrape(), headers={"Content-Type": CONTENT_TYPE})
+
+
+async def purge(request: web.Request) -> web.Response:
+    """Forget stored responses: one URL (path and query, every host and variant) or a path prefix."""
+    doc = await _json(request)
+    wanted = {k: v for k, v in doc.items() if k in ("url", "prefix")}
+    if set(doc) - set(wanted) or len(wanted) != 1:
+        raise Unprocessable('expected exactly one of "url" or "prefix"')
+    (name, value), = wanted.items()
+    if not isinstance(value, str) or not value.startswith("/"):
+        raise Unprocessable(f"{name} must be a path starting with /, got {value!r}")
+    edge = request.app[EDGE]
+    purged = 0 if edge is None else edge.purge(**{name: value})
+    log.info("edge cache purge %s=%s: %d entries", name, value, purged)
+    return web.json_response({"purged": purged})
+
+
+async def _json(request: web.Request) -> dict:
+    raw = await _body(request)
+    try:
+        doc = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ClientError(f"body is not valid JSON: {err}") from None
+    if not isinstance(doc, dict):
+        raise ClientError("body must be a JSON object")
+    return doc
+
+
+async def _body(request: web.Request) -> bytes:
+    limit = request.app[CONFIG].admin.max_body_bytes
+    if request.content_length is not None and request.content_length > limit:
+        raise PayloadTooLarge(f"body of {request.content_length} bytes exceeds admin.max_body_bytes ({limit})")
+    raw = await prefix(request.content, limit + 1)
+    if len(raw) > limit:
+        raise PayloadTooLarge(f"body exceeds admin.max_body_bytes ({limit})")
+    return raw
+
+
 async def models(request: web.Request) -> web.Response:
     return web.json_response({"models": _decider(request).models()})
 
 
 async def decision(request: web.Request) -> web.Response:
-    limits = request.app[CONFIG].admin
-    if request.content_length is not None and request.content_length > limits.max_body_bytes:
-        raise PayloadTooLarge(
-            f"body of {request.content_length} bytes exceeds admin.max_body_bytes ({limits.max_body_bytes})"
-        )
-    raw = await prefix(request.content, limits.max_body_bytes + 1)
-    if len(raw) > limits.max_body_bytes:
-        raise PayloadTooLarge(f"body exceeds admin.max_body_bytes ({limits.max_body_bytes})")
-    wanted = decision_request(raw, limits.max_batch)
+    raw = await _body(request)
+    wanted = decision_request(raw, request.app[CONFIG].admin.max_batch)
     decider = _decider(request)
     # max_tokens is checked but not applied: the engine's token budget is set per model at startup
     # (model.max_tokens) and Decider.decide() takes no per-request budget.

@@ -1,9 +1,10 @@
 """Wiring: build_app(config) for the proxy listener, build_admin_app(config, proxy) for the admin one.
 
 The long-lived objects are made once, in cleanup_ctx, and closed on shutdown: one HTTP client session
-towards the origin and one Decider (its model, cache and breaker inside). The admin app owns nothing: it
-reads the proxy app's Decider, so both listeners see the same engine, and nothing on the admin listener
-is reachable through the proxy's (every path there goes to the origin).
+towards the origin and one Decider (its model, cache and breaker inside). The edge response cache and the
+metrics hold no connections or threads, so they are made with the app itself. The admin app owns nothing:
+it reads the proxy app's Decider, metrics and edge cache, so both listeners see the same state, and nothing
+on the admin listener is reachable through the proxy's (every path there goes to the origin).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from aiohttp import web
 
 from gateway import admin
 from gateway.config import Config
+from gateway.edgecache import EdgeCache
 from gateway.errors import ConfigError
-from gateway.exchange import CLOCK, CONFIG, DECIDER, SESSION
+from gateway.exchange import CLOCK, CONFIG, DECIDER, EDGE, METRICS, SESSION
+from gateway.metrics import Metrics
 from gateway.pipeline import handle
 
 log = logging.getLogger("clef.gateway")
@@ -28,8 +31,8 @@ ORIGIN_HEADER_LIMIT = 65536  # origins send large Set-Cookie and CSP headers; re
 
 
 def build_app(config: Config, clock: Callable[[], float] | None = None, model: Any = None) -> web.Application:
-    """The proxy. `clock` drives the engine's cache and breaker (tests advance a fake one); `model`
-    replaces the bundle's model (tests use it to reach faults)."""
+    """The proxy. `clock` drives the engine's cache and breaker and the edge cache's ages (tests advance a
+    fake one); `model` replaces the bundle's model (tests use it to reach faults)."""
     config.require_origin()
     limits = config.limits
     app = web.Application(
@@ -41,6 +44,9 @@ def build_app(config: Config, clock: Callable[[], float] | None = None, model: A
     )
     app[CONFIG] = config
     app[CLOCK] = time.perf_counter
+    responses = config.cache.responses
+    app[EDGE] = EdgeCache(responses, clock=clock) if responses.enabled else None
+    app[METRICS] = Metrics(config, lambda: app.get(DECIDER), app[EDGE])
     app.cleanup_ctx.append(_client_session)
     app.cleanup_ctx.append(lambda app: _decider(app, clock, model))
     app.router.add_route("*", "/{tail:.*}", handle)
@@ -48,7 +54,7 @@ def build_app(config: Config, clock: Callable[[], float] | None = None, model: A
 
 
 def build_admin_app(config: Config, proxy: web.Application) -> web.Application:
-    return admin.build(config, lambda: proxy.get(DECIDER))
+    return admin.build(config, lambda: proxy.get(DECIDER), metrics=proxy[METRICS], edge=proxy[EDGE])
 
 
 async def _client_session(app: web.Application) -> AsyncIterator[None]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import yaml
 
+from gateway.config_cache import ResponseCacheConfig
 from gateway.errors import ConfigError
 from gateway.schema import Bad, build, check, merge_actions, overlay
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
 MiB = 1 << 20
 LABELS = ("block", "cache", "origin", "allow")
-ACTIONS = ("block", "forward", "cache")  # `cache` is forwarded until the edge cache lands
+ACTIONS = ("block", "forward", "cache")  # cache: serve from the edge response cache, fill it on a miss
 DEFAULT_ACTIONS = {"block": "block", "cache": "cache", "origin": "forward", "allow": "forward"}
 MODES = ("enforce", "detect")
 
@@ -113,6 +114,7 @@ class ModelConfig:
 class CacheConfig:
     ttl_s: float = 600.0  # 0 turns the decision cache off
     max_entries: int = 100_000
+    responses: ResponseCacheConfig = ResponseCacheConfig()  # the edge cache for `cache` actions (config_cache.py)
 
     def __post_init__(self) -> None:
         check(self.ttl_s >= 0, "ttl_s", "must be >= 0", self.ttl_s)
@@ -208,10 +210,13 @@ class LimitsConfig:
 class LoggingConfig:
     level: str = "info"  # debug | info | warning | error
     access_log: bool = True  # one JSON line per request on the `clef.access` logger
+    log_query: bool = False  # log the path with its query (queries carry secrets: off by default)
+    sample_allowed: float = 1.0  # share of requests that were let through to log; blocks and errors always are
 
     def __post_init__(self) -> None:
         levels = ("debug", "info", "warning", "error")
         check(self.level in levels, "level", f"must be one of {', '.join(levels)}", self.level)
+        check(0.0 <= self.sample_allowed <= 1.0, "sample_allowed", "must be between 0 and 1", self.sample_allowed)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 handle() fills it in order: features, verdict, action, headers, response (or error). Each of those is
 stamped with the clock when it is set, so observe can say how long deciding took without the phases
-timing themselves. act adds what only it knows: when the origin answered and how many bytes went by.
+timing themselves. act adds what only it knows: when and how the origin answered, what the edge cache did
+and how many bytes went by.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ CONFIG: web.AppKey[Config] = web.AppKey("clef_config", Config)
 DECIDER: web.AppKey[Any] = web.AppKey("clef_decider", object)  # engine.decide.Decider, once started
 SESSION: web.AppKey[ClientSession] = web.AppKey("clef_session", ClientSession)
 CLOCK: web.AppKey[Callable[[], float]] = web.AppKey("clef_clock", object)
+EDGE: web.AppKey[Any] = web.AppKey("clef_edge_cache", object)  # gateway.edgecache.EdgeCache, or None when off
+METRICS: web.AppKey[Any] = web.AppKey("clef_metrics", object)  # gateway.metrics.Metrics
 
 STAMPED = ("features", "verdict", "action", "headers", "response")
 
@@ -37,6 +40,8 @@ class Exchange:
     decider: Any
     session: ClientSession | None
     clock: Callable[[], float] = time.perf_counter
+    edge: Any = None  # the edge response cache, for `cache` actions
+    metrics: Any = None
     stamps: dict[str, float] = field(default_factory=dict)  # before the stamped fields: __setattr__ needs it
     started: float = 0.0
     route: Route | None = None
@@ -47,6 +52,8 @@ class Exchange:
     response: web.StreamResponse | None = None
     error: GatewayError | None = None
     upstream_s: float | None = None  # from sending the request to the origin's response headers
+    upstream_status: int | None = None  # the origin's status, when it answered
+    cache_status: str = "BYPASS"  # what the edge cache did: HIT, MISS, EXPIRED, REVALIDATED, STALE, BYPASS
     bytes_in: int = 0  # request body bytes read from the client
     bytes_out: int = 0  # response body bytes written to the client
 
@@ -61,6 +68,8 @@ class Exchange:
             decider=app.get(DECIDER),
             session=app.get(SESSION),
             clock=clock,
+            edge=app.get(EDGE),
+            metrics=app.get(METRICS),
             route=config.route(request.raw_path.partition("?")[0]),
             started=clock(),
         )

@@ -1,20 +1,27 @@
-"""observe: one structured access-log line per request, whatever happened.
+"""observe: one structured access-log line and the metrics, per request, whatever happened.
 
 Input: the Exchange as handle() leaves it: possibly without a verdict (a 413 before deciding), without a
-response (the client went away), with an error (502, 504, a cut stream). Output: nothing; one JSON line on
-the `clef.access` logger (the CLI prints those lines to stdout as they are). Never raises: a request must
-not fail because it could not be logged.
+response (the client went away), with an error (502, 504, a cut stream). Output: nothing; the metrics
+move (gateway/metrics.py) and one JSON line goes to the `clef.access` logger (the CLI prints those lines
+to stdout as they are). Never raises: a request must not fail because it could not be logged.
 
-Fields: time, client, method, path (without the query: queries carry secrets and payloads, and the
-decision already says what was in them), status, bytes_in, bytes_out, decision, confidence, features,
-source, model, action, intended, mode, route, decision_ms, upstream_ms, total_ms, and error when one
-occurred.
+Fields: time, client, method, path (without the query unless `logging.log_query`: queries carry secrets
+and payloads, and the decision already says what was in them), status, bytes_in, bytes_out, decision,
+confidence, features, source, model, tokens (when the model read the request), action, intended, mode,
+route, cache (what the edge cache did), decision_ms (deciding, by whichever source), upstream_status,
+upstream_ms, total_ms, and error when one occurred. Never a body.
+
+Sampling: `logging.sample_allowed` of the requests let through are logged; blocks, detect-mode blocks
+and errors always are.
+
+Short-circuits: nothing; it runs last, in handle()'s finally.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import random
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -25,22 +32,42 @@ log = logging.getLogger("clef.access")
 errors = logging.getLogger("clef.gateway")
 
 
+def begin(ex: Exchange) -> None:
+    if ex.metrics is not None:
+        ex.metrics.begin()
+
+
 def record(ex: Exchange) -> None:
-    if not ex.config.logging.access_log or not log.isEnabledFor(logging.INFO):
+    if ex.metrics is not None:
+        try:
+            ex.metrics.observe(ex)
+        except Exception:  # nor are metrics
+            errors.exception("could not record the metrics")
+    settings = ex.config.logging
+    if not settings.access_log or not log.isEnabledFor(logging.INFO) or not sampled(ex, settings.sample_allowed):
         return
     try:
-        log.info(json.dumps(entry(ex), separators=(",", ":"), ensure_ascii=False))
+        log.info(json.dumps(entry(ex, settings.log_query), separators=(",", ":"), ensure_ascii=False))
     except Exception:  # a log line is never worth a failed request
         errors.exception("could not write the access log line")
 
 
-def entry(ex: Exchange) -> dict[str, Any]:
+def sampled(ex: Exchange, share: float) -> bool:
+    """Blocks (enforced or detected) and errors are always logged; the rest at `share`."""
+    if share >= 1.0 or ex.error is not None or ex.status >= 500:
+        return True
+    if ex.action is not None and (ex.action.blocks or ex.action.detected):
+        return True
+    return random.random() < share
+
+
+def entry(ex: Exchange, log_query: bool = False) -> dict[str, Any]:
     request, verdict, action = ex.request, ex.verdict, ex.action
     line: dict[str, Any] = {
         "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "client": request.remote or "",
         "method": request.method,
-        "path": request.raw_path.partition("?")[0],
+        "path": request.raw_path if log_query else request.raw_path.partition("?")[0],
         "status": ex.status,
         "bytes_in": ex.bytes_in,
         "bytes_out": ex.bytes_out or _length(ex),
@@ -49,11 +76,14 @@ def entry(ex: Exchange) -> dict[str, Any]:
         "features": list(verdict.features) if verdict else [],
         "source": verdict.source.value if verdict else None,
         "model": verdict.model if verdict else None,
+        "tokens": verdict.tokens if verdict and verdict.tokens else None,
         "action": action.kind if action else None,
         "intended": action.intended if action else None,
         "mode": action.mode if action else (ex.route.mode if ex.route else None),
         "route": action.route if action else (ex.route.prefix if ex.route else None),
+        "cache": ex.cache_status if action else None,
         "decision_ms": _ms(ex.decision_s),
+        "upstream_status": ex.upstream_status,
         "upstream_ms": _ms(ex.upstream_s),
         "total_ms": _ms(ex.clock() - ex.started),
     }

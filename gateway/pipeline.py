@@ -16,6 +16,7 @@ from gateway.exchange import Exchange
 
 async def handle(request: web.Request) -> web.StreamResponse:
     ex = Exchange.begin(request)
+    observe.begin(ex)
     try:
         ex.features = await parse.features(request, ex.config)
         ex.verdict = await ex.decider.decide(ex.features)

@@ -17,4 +17,5 @@ async def upstream(aiohttp_server) -> Upstream:
     origin = Upstream()
     server = await aiohttp_server(origin.app())
     origin.url = str(server.make_url("")).rstrip("/")
+    origin.server = server
     return origin

@@ -4,7 +4,8 @@
 - `FakeModel(scores=… | error=… | hang=…)`: a stand-in for the engine's model, to reach faults.
 - `make_config(raw, origin=…)`: a Config from a dict, with the environment kept out.
 - `make_exchange(...)`: an Exchange around a mocked request, for phase tests.
-- `Upstream`: an origin (a real aiohttp server on loopback) that records what it received.
+- `Upstream`: an origin (a real aiohttp server on loopback) that records what it received; its
+  `/static/…` assets answer with the cache headers a test sets (`Asset`), can be held (`gate`) or fail.
 - `raw_url(client, target)`: a URL that keeps a request target as typed (`/../x`, `%27`), unnormalised.
 """
 
@@ -14,6 +15,8 @@ import asyncio
 import gzip
 import hashlib
 import random
+import time
+from email.utils import formatdate
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,14 +151,42 @@ class Seen:
 
 
 @dataclass
+class Asset:
+    """What the origin answers for one /static/ path: its body and cache headers, and how it validates."""
+
+    body: bytes = b"console.log('clef');\n"
+    cache_control: str | None = "public, max-age=60"
+    etag: str | None = '"v1"'
+    last_modified: str | None = None
+    expires_in: float | None = None  # an Expires this many seconds after the response's Date
+    vary: str | None = None  # a Vary header; the body then ends with the request's value of that header
+    set_cookie: bool = False
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
 class Upstream:
-    """An origin on loopback. Every request is recorded in `seen`; the paths below answer specially."""
+    """An origin on loopback. Every request is recorded in `seen`; the paths below answer specially.
+
+    `/static/{name}` serves `assets[path]` (a default Asset otherwise), answering If-None-Match and
+    If-Modified-Since with 304. `gate`, when set, holds those answers until it is set; `fail`, when set,
+    makes them that status instead (503 for an origin in trouble)."""
 
     seen: list[Seen] = field(default_factory=list)
     url: str = ""
+    assets: dict[str, Asset] = field(default_factory=dict)
+    gate: asyncio.Event | None = None
+    fail: int | None = None
+    server: Any = None
+
+    def hits(self, path: str) -> int:
+        """Requests the origin received for this target (path and query as sent)."""
+        return sum(1 for s in self.seen if s.target == path)
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * MiB)
+        app.router.add_get("/static/{name:.*}", self.asset)
         app.router.add_get("/download/{size:\\d+}", self.download)
         app.router.add_get("/cookies", self.cookies)
         app.router.add_get("/hop", self.hop)
@@ -216,3 +247,27 @@ class Upstream:
         await self.record(request)
         await asyncio.Event().wait()  # never answers; the gateway's timeout ends it
         raise AssertionError("unreachable")
+
+    async def asset(self, request: web.Request) -> web.Response:
+        await self.record(request)
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.fail is not None:
+            return web.Response(status=self.fail, text="origin in trouble")
+        a = self.assets.get(request.path, Asset())
+        now = time.time()
+        headers = {"Content-Type": "application/javascript", "Date": formatdate(now, usegmt=True), **a.headers}
+        for name, value in (("Cache-Control", a.cache_control), ("ETag", a.etag), ("Last-Modified", a.last_modified),
+                            ("Vary", a.vary)):  # fmt: skip
+            if value is not None:
+                headers[name] = value
+        if a.expires_in is not None:
+            headers["Expires"] = formatdate(now + a.expires_in, usegmt=True)
+        inm, ims = request.headers.get("If-None-Match"), request.headers.get("If-Modified-Since")
+        if (a.etag and inm == a.etag) or (inm is None and a.last_modified and ims == a.last_modified):
+            return web.Response(status=304, headers=headers)
+        body = a.body + (request.headers.get(a.vary, "").encode() if a.vary else b"")
+        response = web.Response(status=a.status, body=body, headers=headers)
+        if a.set_cookie:
+            response.headers.add("Set-Cookie", "session=s3cr3t; Path=/; HttpOnly")
+        return response

@@ -1,0 +1,163 @@
+"""Metrics: the gateway's Prometheus series, in a registry of each app's own.
+
+Input: each finished Exchange (`observe`, called by the observe phase) and, at scrape time, the state the
+engine and the edge cache keep anyway (breaker, fallbacks, caches, batch sizes). Output: the text
+exposition for the admin listener's GET /metrics (`scrape`). A per-app CollectorRegistry, never the
+global one, so several apps in one process (tests, benchmarks) keep their own counts.
+
+Per request only cached label children are touched; everything the engine and the edge cache already
+count is read when Prometheus asks, not copied on every request.
+
+    clef_requests_total, clef_request_seconds, clef_requests_in_flight
+    clef_decisions_total{label,source,action}, clef_decision_seconds{source}
+    clef_model_input_tokens, clef_model_batch_size, clef_model_info{name,version}, clef_config_info{hash}
+    clef_fallbacks_total{reason}, clef_fallback_ratio, clef_breaker_state (0 closed, 1 half-open, 2 open),
+    clef_breaker_opened_total
+    clef_decision_cache_hits_total, clef_decision_cache_misses_total, clef_decision_cache_entries
+    clef_edge_cache_requests_total{status}, clef_edge_cache_hits_total, clef_edge_cache_misses_total,
+    clef_edge_cache_bytes, clef_edge_cache_entries, clef_edge_cache_evictions_total,
+    clef_edge_cache_served_bytes_total
+    clef_upstream_responses_total{status}, clef_upstream_seconds
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
+
+if TYPE_CHECKING:
+    from gateway.config import Config
+    from gateway.edgecache import EdgeCache
+    from gateway.exchange import Exchange
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+LATENCY = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.8, 1.0, 2.5, 5.0, 10.0, 30.0)
+TOKENS = tuple(float(1 << n) for n in range(4, 17))  # 16 … 65,536, the model's longest input
+BATCH = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0)
+BREAKER = {"closed": 0, "half-open": 1, "open": 2}
+
+
+class Metrics:
+    def __init__(self, config: Config, decider: Callable[[], Any], edge: EdgeCache | None = None):
+        self.registry = r = CollectorRegistry(auto_describe=True)
+        self.decisions = Counter("clef_decisions", "Requests decided, by label, source and action taken",
+                                 ("label", "source", "action"), registry=r)  # fmt: skip
+        self.decision_seconds = Histogram("clef_decision_seconds", "Time to decide a request, by source",
+                                          ("source",), buckets=LATENCY, registry=r)  # fmt: skip
+        self.tokens = Histogram("clef_model_input_tokens", "Tokens the model read per request it decided",
+                                buckets=TOKENS, registry=r)  # fmt: skip
+        self.batch = Histogram("clef_model_batch_size", "Requests per model call", buckets=BATCH, registry=r)
+        self.upstream = Counter("clef_upstream_responses", "Origin responses by status", ("status",), registry=r)
+        self.upstream_seconds = Histogram("clef_upstream_seconds", "Time to the origin's response headers",
+                                          buckets=LATENCY, registry=r)  # fmt: skip
+        self.requests = Counter("clef_requests", "Requests answered, by status", ("status",), registry=r)
+        self.request_seconds = Histogram("clef_request_seconds", "Time from request to the last byte answered",
+                                         buckets=LATENCY, registry=r)  # fmt: skip
+        self.edge_status = Counter("clef_edge_cache_requests", "Requests by what the edge cache did (x-clef-cache)",
+                                   ("status",), registry=r)  # fmt: skip
+        self.started = 0
+        self.finished = 0
+        self.config_hash = hashlib.sha256(repr(config).encode()).hexdigest()[:16]
+        self._decider = decider
+        self._children: dict[Any, Any] = {}  # label values → child, so a request never builds one
+        self._batches: Any = None  # the batcher's recent batch sizes, found once the engine is up
+        r.register(_State(self, decider, edge))
+
+    def begin(self) -> None:
+        self.started += 1
+
+    def observe(self, ex: Exchange) -> None:
+        self.finished += 1
+        verdict = ex.verdict
+        if verdict is not None:
+            source = verdict.source.value
+            action = ex.action.kind if ex.action is not None else "none"
+            self._child(self.decisions, verdict.label, source, action).inc()
+            if ex.decision_s is not None:
+                self._child(self.decision_seconds, source).observe(ex.decision_s)
+            if verdict.tokens and source == "model":
+                self.tokens.observe(verdict.tokens)
+        if ex.upstream_status is not None:
+            self._child(self.upstream, ex.upstream_status).inc()
+            if ex.upstream_s is not None:
+                self.upstream_seconds.observe(ex.upstream_s)
+        self._child(self.requests, ex.status).inc()
+        self._child(self.edge_status, ex.cache_status).inc()
+        self.request_seconds.observe(ex.clock() - ex.started)
+        self.drain_batches()
+
+    def _child(self, metric: Any, *values: Any) -> Any:
+        key = (metric, *values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*(str(v) for v in values))
+        return child
+
+    def drain_batches(self) -> None:
+        """Move the batcher's recorded batch sizes into the histogram. The batcher keeps only the recent
+        ones (a bounded deque kept for metrics); taking them as they come loses none between scrapes."""
+        if self._batches is None:
+            model = getattr(self._decider(), "model", None)
+            self._batches = getattr(getattr(model, "batcher", None), "batches", None)
+            if self._batches is None:
+                return
+        batches = self._batches
+        while batches:
+            self.batch.observe(batches.popleft())
+
+    def scrape(self) -> bytes:
+        self.drain_batches()
+        return generate_latest(self.registry)
+
+
+class _State:
+    """Read at scrape time: what the engine and the edge cache count themselves."""
+
+    def __init__(self, metrics: Metrics, decider: Callable[[], Any], edge: EdgeCache | None):
+        self.metrics, self.decider, self.edge = metrics, decider, edge
+
+    def describe(self) -> list[Metric]:
+        return []  # the series below depend on what is running; nothing to check at registration
+
+    def collect(self) -> Iterator[Metric]:
+        m = self.metrics
+        yield GaugeMetricFamily("clef_requests_in_flight", "Requests being handled", value=m.started - m.finished)
+        yield InfoMetricFamily("clef_config", "The loaded config", value={"hash": m.config_hash})
+        decider = self.decider()
+        if decider is not None:
+            yield from self.engine(decider)
+        if self.edge is not None:
+            yield from self.edge_cache(self.edge)
+
+    def engine(self, decider: Any) -> Iterator[Metric]:
+        if decider.model is not None:
+            info = decider.model.info()
+            yield InfoMetricFamily("clef_model", "The decision model", value={
+                "name": str(info.get("name", "")), "version": str(info.get("version", ""))})  # fmt: skip
+        fallbacks = CounterMetricFamily("clef_fallbacks", "Decisions left to the rules, by reason", labels=("reason",))
+        for reason, n in sorted(decider.fallbacks.items()):
+            fallbacks.add_metric((reason,), n)
+        yield fallbacks
+        total = sum(decider.counts.values())
+        ratio = decider.counts.get("rules", 0) / total if total else 0.0
+        yield GaugeMetricFamily("clef_fallback_ratio", "Share of decisions made by the rules", value=ratio)
+        breaker = decider.breaker
+        yield GaugeMetricFamily("clef_breaker_state", "0 closed, 1 half-open, 2 open", value=BREAKER[breaker.state])
+        yield CounterMetricFamily("clef_breaker_opened", "Times the breaker opened", value=breaker.opened)
+        cache = decider.cache
+        yield CounterMetricFamily("clef_decision_cache_hits", "Decision cache hits", value=cache.hits)
+        yield CounterMetricFamily("clef_decision_cache_misses", "Decision cache misses", value=cache.misses)
+        yield GaugeMetricFamily("clef_decision_cache_entries", "Decisions cached", value=len(cache))
+
+    def edge_cache(self, edge: EdgeCache) -> Iterator[Metric]:
+        s = edge.stats
+        yield CounterMetricFamily("clef_edge_cache_hits", "Answered from a stored response", value=s.hits)
+        yield CounterMetricFamily("clef_edge_cache_misses", "Asked the origin for a whole response", value=s.misses)
+        yield CounterMetricFamily("clef_edge_cache_evictions", "Entries pushed out for room", value=s.evictions)
+        yield CounterMetricFamily("clef_edge_cache_served_bytes", "Body bytes answered from the store",
+                                  value=s.served_bytes)  # fmt: skip
+        yield GaugeMetricFamily("clef_edge_cache_bytes", "Memory held by stored responses", value=edge.bytes)
+        yield GaugeMetricFamily("clef_edge_cache_entries", "Stored responses", value=len(edge))
