@@ -12,11 +12,12 @@ Confidence is monotone in the score s, with threshold T:
     not blocked:       0.90 - 0.40 * s / T                     0.90 with no match, → 0.50 near T
 so a block grows surer as evidence piles up, and a pass grows less sure.
 
-Speed: everything is compiled at load. For each set of targets a unit can belong to and each chain of
-transformations, the patterns of all rules that apply are folded into one `re2.Set`, so one value is
-scanned once per distinct chain, not once per rule. A transformed value is computed once per unit and
-chain (prefixes shared). Only non-pattern operators (libinjection, equals, ip, length, negated patterns)
-run one by one, and they are few.
+Speed: everything is compiled at load (rules/plans.py). For each set of targets a unit can belong to and
+each chain of transformations, the patterns of all rules that apply are folded into one `re2.Set`, so one
+value is scanned once per distinct chain, not once per rule; a chain is skipped when no rule of it accepts
+a value that long, and a large value gets one cheap chain and one scan. A transformed value is computed
+once per unit and chain (prefixes shared). Only non-pattern operators (libinjection, equals, ip, length,
+negated patterns) run one by one, and they are few. rules/targets.py bounds the number of units.
 """
 
 from __future__ import annotations
@@ -25,18 +26,15 @@ import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
-
-import re2
+from typing import Iterable
 
 from engine.features import Features
 from engine.labels import ATTACK_FEATURES, route_label
 from engine.verdict import Source, Verdict
-from rules.operators import _bytes, re2_options
 from rules.overrides import Override, parse_overrides
 from rules.schema import Condition, Rule, RuleError, Ruleset, load_ruleset
+from rules.plans import LARGE_VALUE, Planner, chain_for, encoded, transformed
 from rules.targets import Unit, units
-from rules.transforms import TRANSFORMS
 
 DEFAULT_PATH = Path(__file__).with_name("default.yaml")
 log = logging.getLogger(__name__)
@@ -64,35 +62,6 @@ def confidence(score: int, threshold: int) -> float:
     return 0.90 - 0.40 * score / threshold
 
 
-@dataclass(frozen=True)
-class _Plan:
-    """The work for one chain of transformations on units of one target set."""
-
-    chain: tuple[str, ...]
-    set: Any  # re2.Set of the pattern rules, or None
-    set_rules: tuple[int, ...]  # Set index → rule index
-    slow: tuple[int, ...]  # rules whose operator runs on its own
-
-
-def _transformed(unit: Unit, chain: tuple[str, ...]) -> str:
-    """The unit's value after `chain`, memoised per prefix so chains sharing a start share the work."""
-    cache = unit.cache
-    if chain in cache:
-        return cache[chain]
-    value = _transformed(unit, chain[:-1]) if chain else unit.value
-    if chain:
-        value = TRANSFORMS[chain[-1]](value)
-    cache[chain] = value
-    return value
-
-
-def _encoded(unit: Unit, chain: tuple[str, ...]) -> bytes:
-    key = ("bytes",) + chain
-    if key not in unit.cache:
-        unit.cache[key] = _bytes(_transformed(unit, chain))
-    return unit.cache[key]
-
-
 class RuleEngine:
     def __init__(self, ruleset: Ruleset, overrides: tuple[Override, ...] = ()):
         self.ruleset = ruleset
@@ -101,8 +70,7 @@ class RuleEngine:
         self.threshold = ruleset.threshold
         self.model = f"rules:{ruleset.name}@{ruleset.version}"
         self.wanted = frozenset(t for r in self.rules for c in (r, *r.chain) for t in c.targets)
-        self._plans: dict[tuple[str, ...], tuple[_Plan, ...]] = {}
-        self._sets: dict[tuple, Any] = {}
+        self.planner = Planner(self.rules, self.wanted)  # compiles every Set now: load fails, not requests
 
     @classmethod
     def load(cls, path: str | Path | None = None, overrides: Iterable[dict] = ()) -> "RuleEngine":
@@ -112,65 +80,12 @@ class RuleEngine:
             ruleset = load_ruleset(DEFAULT_PATH, source="rules/default.yaml")
         else:
             ruleset = load_ruleset(Path(path))
-        engine = cls(ruleset, parsed)
-        engine._compile_plans()
-        return engine
-
-    # ---- compilation -------------------------------------------------------------------------
-
-    def _compile_plans(self) -> None:
-        """Build every plan now, so load fails loudly and requests never compile anything.
-
-        A unit's target tuple is drawn from a finite set: each field kind's targets plus named headers
-        that rules mention, all filtered by `wanted`. Enumerate them by building units for synthetic
-        header names cheaply: plans are keyed by the tuple itself and built on first use otherwise."""
-        for tuple_ in self._target_tuples():
-            self._plans_for(tuple_)
-
-    def _target_tuples(self) -> set[tuple[str, ...]]:
-        from rules.targets import _KIND_TARGETS, NAMED_PREFIX
-
-        w = self.wanted
-        raw = [(t,) for t in ("method", "path", "uri", "query_string", "client", "body", "uploads",
-                              "upload_names", "header_names", "header_list", "headers")]  # fmt: skip
-        raw += [v for pair in _KIND_TARGETS.values() for v in pair] + [("form_names", "args_names")]
-        raw += [("headers", t) for t in w if t.startswith(NAMED_PREFIX)]
-        out = {tuple(t for t in tup if t in w) for tup in raw}
-        return {t for t in out if t}
-
-    def _plans_for(self, targets: tuple[str, ...]) -> tuple[_Plan, ...]:
-        plans = self._plans.get(targets)
-        if plans is None:
-            plans = self._plans[targets] = self._build_plans(targets)
-        return plans
-
-    def _build_plans(self, targets: tuple[str, ...]) -> tuple[_Plan, ...]:
-        chains: dict[tuple[str, ...], tuple[list[int], list[int]]] = {}
-        for i, rule in enumerate(self.rules):
-            if any(t in rule.targets for t in targets):
-                pattern_rules, slow = chains.setdefault(rule.transforms, ([], []))
-                op = rule.operator
-                (pattern_rules if op.pattern is not None and not op.negate else slow).append(i)
-        plans = []
-        for chain, (pattern_rules, slow) in chains.items():
-            rset = self._set([self.rules[i].operator.pattern for i in pattern_rules]) if pattern_rules else None
-            plans.append(_Plan(chain, rset, tuple(pattern_rules), tuple(slow)))
-        return tuple(plans)
-
-    def _set(self, patterns: list[str]) -> Any:
-        key = tuple(patterns)
-        if key not in self._sets:
-            s = re2.Set.SearchSet(re2_options())
-            for p in patterns:
-                s.Add(p)
-            s.Compile()
-            self._sets[key] = s
-        return self._sets[key]
+        return cls(ruleset, parsed)
 
     # ---- evaluation --------------------------------------------------------------------------
 
     def _matches(self, rule: Rule, unit: Unit) -> bool:
-        return rule.operator.test(_transformed(unit, rule.transforms))
+        return rule.operator.test(transformed(unit, chain_for(rule, unit)))
 
     def _chain_holds(self, rule: Rule, request_units: list[Unit]) -> bool:
         return all(self._condition_holds(c, request_units) for c in rule.chain)
@@ -178,7 +93,7 @@ class RuleEngine:
     def _condition_holds(self, cond: Condition, request_units: list[Unit]) -> bool:
         for unit in request_units:
             if any(t in cond.targets for t in unit.targets) and cond.accepts(unit.value):
-                if cond.operator.test(_transformed(unit, cond.transforms)):
+                if cond.operator.test(transformed(unit, cond.transforms)):
                     return True
         return False
 
@@ -186,10 +101,13 @@ class RuleEngine:
         matched: set[int] = set()
         rules = self.rules
         for unit in request_units:
-            for plan in self._plans_for(unit.targets):
+            size = len(unit.value)
+            for plan in self.planner.plans_for(unit.targets, size > LARGE_VALUE):
+                if size > plan.max_len:
+                    continue
                 candidates: list[int] = []
                 if plan.set is not None:
-                    hits = plan.set.Match(_encoded(unit, plan.chain))
+                    hits = plan.set.Match(encoded(unit, plan))
                     if hits:
                         candidates = [plan.set_rules[h] for h in hits]
                 for i in candidates:
@@ -220,7 +138,7 @@ class RuleEngine:
             for unit in request_units:
                 hit = any(t in rule.targets for t in unit.targets) and rule.accepts(unit.value)
                 if hit and self._matches(rule, unit):
-                    out.append((rule.id, unit.targets[0], unit.name, _transformed(unit, rule.transforms)))
+                    out.append((rule.id, unit.targets[0], unit.name, transformed(unit, chain_for(rule, unit))))
                     break
         return out
 

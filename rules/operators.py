@@ -22,7 +22,7 @@ import libinjection
 import re2
 
 OPERATOR_KEYS = ("regex", "phrases", "phrases_file", "equals", "ip", "length", "sqli", "xss")
-MODIFIER_KEYS = ("negate", "words")
+MODIFIER_KEYS = ("negate", "words", "prefix", "suffix")
 RE2_MAX_MEM = 64 << 20  # per compiled Set/regex; the DFA cache grows only as far as inputs push it
 LIBINJECTION_MAX = 16384  # libinjection's SQLi reads only the first tokens; XSS is linear but in Python-land
 
@@ -50,10 +50,13 @@ def compile_re2(pattern: str, key: str) -> Any:
         raise OperatorError(key, f"invalid pattern {pattern[:80]!r}: {msg}") from None
 
 
-def phrase_pattern(phrases: list[str], words: bool) -> str:
-    """One case-insensitive alternation; longest first so a literal prefix never hides a longer entry."""
+def phrase_pattern(phrases: list[str], words: bool, prefix: str = "", suffix: str = "") -> str:
+    """One case-insensitive alternation; longest first so a literal prefix never hides a longer entry.
+    `prefix`/`suffix` are regex fragments around it (e.g. `(?:^|/)` to anchor file names to a segment)."""
     alts = "|".join(re.escape(p) for p in sorted(set(phrases), key=lambda p: (-len(p), p)))
-    return rf"(?i)\b(?:{alts})\b" if words else f"(?i)(?:{alts})"
+    if words:
+        prefix, suffix = prefix + r"\b", r"\b" + suffix
+    return f"(?i){prefix}(?:{alts}){suffix}"
 
 
 def read_list(path: Path) -> list[str]:
@@ -171,8 +174,12 @@ def compile_operator(spec: Any, base: Path) -> Operator:
     negate = spec.get("negate", False)
     if not isinstance(negate, bool):
         raise OperatorError("negate", "must be true or false")
-    if "words" in spec and kind != "phrases":
-        raise OperatorError("words", "only applies to phrases")
+    for key in ("words", "prefix", "suffix"):
+        if key in spec and kind != "phrases":
+            raise OperatorError(key, "only applies to phrases")
+    for key in ("prefix", "suffix"):
+        if not isinstance(spec.get(key, ""), str):
+            raise OperatorError(key, "must be a regex string")
     if kind == "regex":
         pat = spec["regex"]
         if not isinstance(pat, str) or not pat:
@@ -180,7 +187,7 @@ def compile_operator(spec: Any, base: Path) -> Operator:
         rx = compile_re2(pat, "regex")
         return Operator("regex", lambda s: rx.search(_bytes(s)) is not None, negate, pat, spec)
     if kind == "phrases":
-        pat = phrase_pattern(_phrases(spec, base), bool(spec.get("words", False)))
+        pat = phrase_pattern(_phrases(spec, base), bool(spec.get("words", False)), spec.get("prefix", ""), spec.get("suffix", ""))
         rx = compile_re2(pat, "phrases")
         return Operator("phrases", lambda s: rx.search(_bytes(s)) is not None, negate, pat, spec)
     if kind == "equals":

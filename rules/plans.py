@@ -1,0 +1,135 @@
+"""Scan plans: which rules run on a unit, on which transformed form of it, in how many passes.
+
+Input: the compiled rules and the target tuple of a unit (plus whether the unit is large). Output: a
+tuple of `Plan`s, one per distinct chain of transformations; each holds one `re2.Set` with the patterns of
+all pattern rules of that chain, so a value is scanned once per chain whatever the number of rules.
+
+Large values (over LARGE_VALUE characters: a big body) get a single plan: one cheap chain (percent and
+JS-escape decoding) and one case-insensitive Set with every rule that has no length bound; rules bounded
+by max_length cannot apply to them anyway. A megabyte body is then read in one decoding pass and one RE2
+scan instead of one pass per chain.
+
+Plans are built at load for every target tuple a request can produce (the set is finite: named headers
+only when a rule names them), so serving never compiles anything.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import re2
+
+from rules.operators import _bytes, re2_options
+from rules.schema import Rule
+from rules.targets import _KIND_TARGETS, NAMED_PREFIX, Unit
+from rules.transforms import TRANSFORMS
+
+LARGE_VALUE = 1 << 16
+LARGE_CHAIN = ("urldecode", "jsdecode")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The work for one chain of transformations on units of one target tuple."""
+
+    chain: tuple[str, ...]
+    set: Any  # the raw RE2::Set of the pattern rules (Match(bytes) → indices), or None
+    set_rules: tuple[int, ...]  # Set index → rule index
+    slow: tuple[int, ...]  # rules whose operator runs on its own (libinjection, equals, ip, negated)
+    max_len: float  # no rule of the plan applies to a longer value: skip its chain entirely
+    key: tuple = ()  # the unit-cache key of the encoded value
+
+
+def transformed(unit: Unit, chain: tuple[str, ...]) -> str:
+    """The unit's value after `chain`, memoised per prefix so chains sharing a start share the work."""
+    cache = unit.cache
+    value = cache.get(chain)
+    if value is not None:
+        return value
+    start, value = 0, unit.value
+    for k in range(len(chain) - 1, 0, -1):  # the longest prefix already computed
+        if chain[:k] in cache:
+            start, value = k, cache[chain[:k]]
+            break
+    for k in range(start, len(chain)):
+        value = TRANSFORMS[chain[k]](value)
+        cache[chain[: k + 1]] = value
+    cache[chain] = value
+    return value
+
+
+def encoded(unit: Unit, plan: Plan) -> bytes:
+    data = unit.cache.get(plan.key)
+    if data is None:
+        data = unit.cache[plan.key] = _bytes(transformed(unit, plan.chain))
+    return data
+
+
+def is_large(unit: Unit) -> bool:
+    return len(unit.value) > LARGE_VALUE
+
+
+def chain_for(rule: Rule, unit: Unit) -> tuple[str, ...]:
+    return LARGE_CHAIN if is_large(unit) else rule.transforms
+
+
+class Planner:
+    def __init__(self, rules: Sequence[Rule], wanted: frozenset[str]):
+        self.rules = rules
+        self.wanted = wanted
+        self._plans: dict[tuple, tuple[Plan, ...]] = {}
+        self._sets: dict[tuple, Any] = {}
+        for targets in self.target_tuples():
+            self.plans_for(targets, False)
+            self.plans_for(targets, True)
+
+    def target_tuples(self) -> set[tuple[str, ...]]:
+        raw = [(t,) for t in ("method", "path", "uri", "query_string", "client", "body", "uploads",
+                              "upload_names", "header_names", "header_list", "headers")]  # fmt: skip
+        raw += [v for pair in _KIND_TARGETS.values() for v in pair] + [("form_names", "args_names")]
+        raw += [("body", "args", "form", "json", "uploads")]  # a large body (targets.units)
+        raw += [("headers", t) for t in self.wanted if t.startswith(NAMED_PREFIX)]
+        out = {tuple(t for t in tup if t in self.wanted) for tup in raw}
+        return {t for t in out if t}
+
+    def plans_for(self, targets: tuple[str, ...], large: bool) -> tuple[Plan, ...]:
+        """Memoised; a tuple not seen at load (impossible by construction) is built on first use."""
+        plans = self._plans.get((targets, large))
+        if plans is None:
+            plans = self._plans[(targets, large)] = self._build(targets, large)
+        return plans
+
+    def _build(self, targets: tuple[str, ...], large: bool) -> tuple[Plan, ...]:
+        chains: dict[tuple[str, ...], tuple[list[int], list[int]]] = {}
+        for i, rule in enumerate(self.rules):
+            if not any(t in rule.targets for t in targets):
+                continue
+            if large and rule.max_length is not None and rule.max_length < LARGE_VALUE:
+                continue
+            pattern_rules, slow = chains.setdefault(LARGE_CHAIN if large else rule.transforms, ([], []))
+            op = rule.operator
+            (pattern_rules if op.pattern is not None and not op.negate else slow).append(i)
+        plans = []
+        for chain, (pattern_rules, slow) in chains.items():
+            patterns = [self.rules[i].operator.pattern for i in pattern_rules]
+            raw = self._set(patterns, case_sensitive=not large) if patterns else None
+            limits = [self.rules[i].max_length for i in pattern_rules + slow]
+            max_len = math.inf if None in limits else max(limits)
+            plans.append(Plan(chain, raw, tuple(pattern_rules), tuple(slow), max_len, ("bytes",) + chain))
+        return tuple(plans)
+
+    def _set(self, patterns: list[str], case_sensitive: bool) -> Any:
+        """One compiled RE2::Set per distinct pattern list; returns the pybind object (no wrapper per call).
+        Large values skip the lower-casing pass, so their Set ignores case instead."""
+        key = (tuple(patterns), case_sensitive)
+        if key not in self._sets:
+            opts = re2_options()
+            opts.case_sensitive = case_sensitive
+            s = re2.Set.SearchSet(opts)
+            for p in patterns:
+                s.Add(p)
+            s.Compile()
+            self._sets[key] = s._set
+        return self._sets[key]
