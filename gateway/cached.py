@@ -13,7 +13,9 @@ Exchange what the cache did (`cache_status`, also sent as `x-clef-cache`):
 Concurrent misses for one key make one origin request: the first fills, the others wait and are served
 from what it stored; if it stored nothing they ask the origin themselves. A fill asks the origin for a
 whole, unconditional response (the client's own conditionals and Range are not forwarded) and answers
-the client's conditional from the store afterwards. HEAD is served from a stored GET, never stored.
+the client's conditional from the store afterwards. HEAD is served from a stored GET, never stored. A
+client's own `Cache-Control: no-store` bypasses the cache; its no-cache and max-age are not honoured, so
+clients cannot make the edge send their traffic to the origin (purge instead).
 
 Short-circuits: a hit never contacts the origin; a stale copy can replace an origin error.
 """
@@ -128,7 +130,7 @@ async def received(
         fill.finish("uncacheable")
         return await act.relay(ex, upstream)
     response = await act.relay(ex, upstream, tee=fill.add)
-    if ex.error is None and fill.buffer is not None:
+    if ex.error is None and fill.storable:
         path, _, query = ex.request.raw_path.partition("?")
         stored = edge.put(
             key, edge.target(path, query), ex.request.headers, upstream.status, upstream.reason or "", items,

@@ -69,6 +69,7 @@ class Fill:
     def __init__(self, cache: "EdgeCache", key: str, limit: int):
         self.cache, self.key, self.limit = cache, key, limit
         self.buffer: bytearray | None = bytearray()
+        self.generation = cache.generation  # a purge since it started means its response may be outdated
         self.done: asyncio.Future[str] = asyncio.get_running_loop().create_future()
 
     def add(self, chunk: bytes) -> None:
@@ -79,6 +80,11 @@ class Fill:
             self.finish("uncacheable")
         else:
             self.buffer += chunk
+
+    @property
+    def storable(self) -> bool:
+        """Still within the size limit, and no purge happened while it was on its way."""
+        return self.buffer is not None and self.generation == self.cache.generation
 
     def finish(self, outcome: str) -> None:
         """Release the waiters: `stored`, `failed` (the origin failed; a stale copy may stand in) or
@@ -95,6 +101,7 @@ class EdgeCache:
         self.clock = clock or time.monotonic
         self.stats = Stats()
         self.bytes = 0
+        self.generation = 0  # counts purges
         self._entries: OrderedDict[Key, Entry] = OrderedDict()  # least recently used first
         self._vary: dict[str, tuple[str, ...]] = {}  # per key: the header names its latest Vary gave
         self._variants: dict[str, set[tuple[str, ...]]] = {}
@@ -194,6 +201,7 @@ class EdgeCache:
             gone = [e for e in self._entries.values() if e.target.startswith(prefix or "")]
         for entry in gone:
             self._remove(entry)
+        self.generation += 1
         return len(gone)
 
     def fill(self, key: str) -> Fill | None:

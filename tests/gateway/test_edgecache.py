@@ -276,6 +276,17 @@ async def test_purge_by_url_and_by_prefix(make_gateway, upstream, clock):
     assert (await get(gw, "/img/c.png"))[0].headers["x-clef-cache"] == "HIT"
 
 
+async def test_a_purge_during_a_fill_keeps_its_response_out(make_gateway, upstream, clock):
+    gw = await cache_gateway(make_gateway, clock)
+    upstream.gate = asyncio.Event()
+    task = asyncio.ensure_future(get(gw, "/static/a.js"))
+    await until(lambda: upstream.hits("/static/a.js") == 1)
+    await gw.admin.post("/v1/cache/purge", json={"prefix": "/static/"})
+    upstream.gate.set()
+    assert (await task)[0].headers["x-clef-cache"] == "MISS"
+    assert (await get(gw, "/static/a.js"))[0].headers["x-clef-cache"] == "MISS"
+
+
 @pytest.mark.parametrize(
     "body, status",
     [({}, 422), ({"url": "/a", "prefix": "/b"}, 422), ({"prefix": "static"}, 422), ({"host": "/a"}, 422), ([], 400)],
