@@ -12,7 +12,8 @@ import json
 import os
 import sys
 import time
-from typing import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
 
 from engine.corpus import attacks, benign, csic, evasion, plan, scanners, sources, split, summary
 from engine.corpus.io import dumps
@@ -50,10 +51,20 @@ def attack_records(rng: Rng, pools, name: str, by_cls: dict[str, list[dict]], sc
                 yield out
 
 
-def build(data_dir: str, out_dir: str, seed: int = 1, scale: float = 1.0, log: Log = _stderr) -> dict:
-    t0 = time.time()
-    data = sources.load(data_dir)
-    log(f"[corpus] {data.notes[-1]} ({time.time() - t0:.1f}s)")
+@dataclass
+class Prepared:
+    """Everything the generators draw from, already grouped and split."""
+
+    attacks: dict[str, dict[str, list[dict]]]  # split → class → payload records
+    logs: list[dict]  # CSIC records kept
+    apache: list[dict]
+    log_test: set[str]  # test groups of both request logs
+    pools: dict[str, Any]  # split → Pools
+    probes: dict[str, dict]  # split → scanner keyword entries
+    notes: list[str] = field(default_factory=list)
+
+
+def prepare(data: sources.Data) -> Prepared:
     notes: list[str] = []
     dropped: dict[str, int] = {}
     kept = []
@@ -75,42 +86,54 @@ def build(data_dir: str, out_dir: str, seed: int = 1, scale: float = 1.0, log: L
     apache = csic.prepare_apache(data.apache)
     log_test = csic.split_groups(logs) | csic.split_groups(apache)
     pools = build_pools(data.texts, data.api, data.benign_values)
-    probes = scanners.split_entries(data.keywords)
-    log(f"[corpus] groups and splits ready ({time.time() - t0:.1f}s)")
+    return Prepared(by_split, logs, apache, log_test, pools, scanners.split_entries(data.keywords), notes)
 
+
+def split_parts(prep: Prepared, name: str, rng: Rng, scale: float) -> list[tuple[str, Iterable[dict]]]:
+    """(what, records) parts of one split, generated lazily in this order."""
+    pools = prep.pools[name]
+
+    def mine(recs: list[dict]) -> list[dict]:
+        return _subset(rng, [r for r in recs if (r["group"] in prep.log_test) == (name == "test")], scale)
+
+    apache = mine(prep.apache)
+    probes = [r for r in apache if r["attack_class"]]
+    return [
+        ("attack records", attack_records(rng.child("attacks"), pools, name, prep.attacks[name], scale, prep.notes)),
+        ("scanner probes from the keyword lists", scanners.generate(rng.child("scanners"), pools, name, prep.probes[name], scale)),
+        ("CSIC 2010 records", csic.csic_records(rng.child("csic"), pools, name, mine(prep.logs))),
+        ("access-log records", csic.apache_records(rng.child("apache"), pools, name, apache, 1)),
+        ("extra access-log scanner copies", csic.apache_records(rng.child("apache-scan"), pools, name, probes, plan.APACHE_SCANNER_REPEAT - 1)),
+        ("benign records", benign.generate(rng.child("benign"), pools, name, scale)),
+    ]  # fmt: skip
+
+
+def build(data_dir: str, out_dir: str, seed: int = 1, scale: float = 1.0, log: Log = _stderr) -> dict:
+    t0 = time.time()
+    data = sources.load(data_dir)
+    log(f"[corpus] {data.notes[-1]} ({time.time() - t0:.1f}s)")
+    prep = prepare(data)
+    log(f"[corpus] groups and splits ready ({time.time() - t0:.1f}s)")
     os.makedirs(out_dir, exist_ok=True)
     root = Rng(seed, "corpus")
-    counts = {}
+    counts: dict[str, int] = {}
     stats = summary.Stats()
-    for name in ("train", "test"):
+    for name in ("train", "test", "evasion"):
         srng = root.child(name)
+        if name == "evasion":
+            total = max(1, round(plan.EVASION_TOTAL * scale))
+            parts = [("evasion records", evasion.generate(srng, prep.pools["test"], prep.attacks["test"], total))]
+        else:
+            parts = split_parts(prep, name, srng, scale)
         lines: list[str] = []
-
-        def add(recs: Iterable[dict], what: str) -> None:
-            t = time.time()
-            n0 = len(lines)
+        for what, recs in parts:
+            t, n0 = time.time(), len(lines)
             for rec in recs:
                 stats.add(rec)
                 lines.append(dumps(rec))
             log(f"[corpus] {name}: {len(lines) - n0:7d} {what} ({time.time() - t:.1f}s)")
-
-        add(attack_records(srng.child("attacks"), pools[name], name, by_split[name], scale, notes), "attack records")
-        add(scanners.generate(srng.child("scanners"), pools[name], name, probes[name], scale), "scanner probes from the keyword lists")
-        mine = lambda recs: _subset(srng, [r for r in recs if (r["group"] in log_test) == (name == "test")], scale)  # noqa: E731
-        add(csic.csic_records(srng.child("csic"), pools[name], name, mine(logs)), "CSIC 2010 records")
-        add(csic.apache_records(srng.child("apache"), pools[name], name, mine(apache), 1), "access-log records")
-        log_probes = [r for r in mine(apache) if r["attack_class"]]
-        add(csic.apache_records(srng.child("apache-scan"), pools[name], name, log_probes, plan.APACHE_SCANNER_REPEAT - 1), "extra access-log scanner copies")
-        add(benign.generate(srng.child("benign"), pools[name], name, scale), "benign records")
         counts[name] = _write(os.path.join(out_dir, f"{name}.jsonl"), lines, srng.child("shuffle"))
-    ev = evasion.generate(root.child("evasion"), pools["test"], by_split["test"], max(1, round(plan.EVASION_TOTAL * scale)))
-    lines = []
-    for rec in ev:
-        stats.add(rec)
-        lines.append(dumps(rec))
-    counts["evasion"] = _write(os.path.join(out_dir, "evasion.jsonl"), lines, root.child("shuffle-evasion"))
-    log(f"[corpus] evasion: {counts['evasion']} records")
-    result = stats.finish(seed=seed, scale=scale, seconds=time.time() - t0, notes=data.notes + notes, counts=counts)
+    result = stats.finish(seed=seed, scale=scale, notes=data.notes + prep.notes, counts=counts)
     with open(os.path.join(out_dir, "summary.json"), "w", encoding="utf-8") as fh:
         json.dump(result, fh, indent=1, sort_keys=True)
     return result

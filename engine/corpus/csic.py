@@ -9,6 +9,7 @@ as they are (User-Agent and Referer) with a sampled profile around them; its sca
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Iterator
 
@@ -39,7 +40,13 @@ def values(rec: dict[str, Any]) -> list[str]:
 
 def detect(rec: dict[str, Any]) -> tuple[str, str] | None:
     """(class, the value that carries it) for a clear attack indicator, else None."""
-    path = decode(rec.get("path") or "")
+    return _detect(rec.get("path") or "", rec.get("query") or "", rec.get("body") or "")
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def _detect(path: str, query: str, body: str) -> tuple[str, str] | None:
+    rec = {"query": query, "body": body}
+    path = decode(path)
     if "../" in path or "..\\" in path:
         return "path_traversal", path
     for v in values(rec):

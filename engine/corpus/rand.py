@@ -31,10 +31,15 @@ class Rng(random.Random):
     helpers the generators use everywhere."""
 
     def __init__(self, *parts: object) -> None:
-        super().__init__("\x1f".join(map(str, parts)))
+        self.key = "\x1f".join(map(str, parts))
+        super().__init__(self.key)
 
     def child(self, *parts: object) -> "Rng":
-        return Rng(self.getrandbits(64), *parts)
+        """A named child stream derives from this stream's seed and the name only, so adding a named stream
+        never shifts another; an unnamed child (one per record) takes the next draw of this stream."""
+        if parts:
+            return Rng(self.key, *parts)
+        return Rng(self.getrandbits(64))
 
     def pick(self, seq: Sequence[T]) -> T:
         return seq[int(self.random() * len(seq))]

@@ -98,8 +98,8 @@ def dress(rng: Rng, d: Draft, tokens: list[str] = (), logged_in: float | None = 
     """Add cookies, credentials, Origin/Referer and edge headers to a draft, by its shape only."""
     browser = d.client in BROWSERS
     if browser:
-        p_session = 0.45 if logged_in is None else logged_in
-        if d.mode in ("navigate", "form", "fetch") and rng.chance(0.75) or d.mode == "asset" and rng.chance(0.4):
+        p_session = 0.4 if logged_in is None else logged_in
+        if d.mode in ("navigate", "form", "fetch") and rng.chance(0.6) or d.mode == "asset" and rng.chance(0.4):
             d.cookies += tracking_cookies(rng)
         if rng.chance(p_session) and d.mode != "asset" or d.mode == "asset" and rng.chance(0.2):
             d.cookies += session_cookies(rng)

@@ -12,6 +12,7 @@ held-out groups while the seed varies what the training requests look like.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Iterable
 
@@ -31,6 +32,7 @@ _ODD = re.compile(r"[^\x20-\x7e]+")
 _SPACE = re.compile(r"\s+")
 
 
+@functools.lru_cache(maxsize=1 << 17)  # a build keys every payload; a second build in-process reuses them
 def skeleton(payload: str) -> str:
     """The template key of a payload: what stays when encodings, case, numbers and repetition go."""
     s = decode(payload, plus=False, rounds=6).lower()

@@ -33,7 +33,7 @@ class Stats:
             self.lengths[f"{s}/{'attack' if attack else 'benign'}"].append(n)
 
     def finish(self, **extra: Any) -> dict[str, Any]:
-        out: dict[str, Any] = {k: v for k, v in extra.items() if k != "seconds"}
+        out: dict[str, Any] = dict(extra)  # no build time here: the same seed must give the same bytes
         for name, counter in self.by.items():
             table: dict[str, dict[str, int]] = defaultdict(dict)
             for (split, key), n in sorted(counter.items(), key=lambda kv: (kv[0][1], kv[0][0])):
