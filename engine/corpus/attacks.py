@@ -43,7 +43,8 @@ CARRIERS = {
     "json": Weighted({"api_write": 62, "text_post": 28, "long_doc": 10}),
     "multipart": Weighted({"multipart_form": 60, "upload": 40}),
     "text": Weighted({"text_post": 85, "long_doc": 15}),
-    "any": Weighted({"page": 25, "static": 10, "search": 10, "api_read": 15, "api_item": 10, "api_write": 15, "form_post": 10, "text_post": 5}),
+    "any": Weighted({"page": 25, "static": 10, "search": 10, "api_read": 15, "api_item": 10, "api_write": 15, "form_post": 10, "text_post": 5,
+                     "preflight": 2, "health": 1, "xml_post": 2, "upload": 2}),
 }  # fmt: skip
 COOKIE_NAMES = ["session", "user", "lang", "theme", "prefs", "cart", "remember_me", "uid", "PHPSESSID", "token", "auth", "locale",
                 "currency", "redirect", "last_search", "sessionid", "data", "state", "profile", "tracking_id"]  # fmt: skip
