@@ -26,7 +26,8 @@ _SQL_VERSIONED = re.compile(r"/\*!\d*(.*?)(?:\*/|$)", re.S)  # MySQL runs the te
 _SQL_BLOCK = re.compile(r"/\*.*?(?:\*/|$)", re.S)
 _SQL_LINE = re.compile(r"(?:--|#)[^\n]*")
 _CMD_DROP = str.maketrans("", "", "\\\"'^")
-_CMD_SPACE_BEFORE = re.compile(r"[ \t\r\n\f\v]+(?=[/(])")
+_CMD_SPACE_BEFORE = re.compile(r"[ \t]+(?=[/(])")
+_BLANK_RUN = re.compile(r"[ \t]{2,}|\t")
 
 
 def urldecode(s: str) -> str:
@@ -123,7 +124,7 @@ def cmdline(s: str) -> str:
     if "," in s:
         s = s.replace(",", " ")
     s = _CMD_SPACE_BEFORE.sub("", s)
-    return _SPACE_RUN.sub(" ", s).lower()
+    return _BLANK_RUN.sub(" ", s).lower()  # line breaks stay: a newline separates commands too
 
 
 def nfkc(s: str) -> str:

@@ -44,6 +44,7 @@ CASES = [
     ("cmdline", "W^H^O^A^M^I", "whoami"),
     ("cmdline", "ls,-la;id", "ls -la;id"),
     ("cmdline", "x; cat /etc/passwd", "x; cat/etc/passwd"),
+    ("cmdline", "a\nID\t\tx", "a\nid x"),
     ("nfkc", "＜script＞", "<script>"),
     ("nfkc", "ﬁle", "file"),
     ("decode", "%26lt%3Bscript%26gt%3B", "<script>"),
