@@ -241,9 +241,9 @@ def head_lines(features: Features) -> list[str]:
     return lines + sorted(kept) + cookie_lines
 
 
-def _body_line(f: Field) -> str:
+def _body_line(f: Field, plus: bool) -> str:
     if f.kind == "form":
-        return f"f {normalize(f.name, plus=True)} = {normalize(f.value, plus=True, probe=True)}"
+        return f"f {normalize(f.name, plus=plus)} = {normalize(f.value, plus=plus, probe=True)}"
     if f.kind == "json":
         return f"j {normalize(f.name)} = {normalize(f.value, probe=True)}"
     if f.kind == "upload":
@@ -264,7 +264,8 @@ class Canonical:
 
 def canonicalize(features: Features) -> Canonical:
     head = "\n".join(head_lines(features))
-    body = "\n".join(_body_line(f) for f in body_fields(features))
+    plus = not features.header("content-type").lower().startswith("multipart/")  # `+` means space only in urlencoded
+    body = "\n".join(_body_line(f, plus) for f in body_fields(features))
     return Canonical(head=head, body=body, truncated=features.truncated)
 
 
