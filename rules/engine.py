@@ -32,8 +32,8 @@ from engine.features import Features
 from engine.labels import ATTACK_FEATURES, route_label
 from engine.verdict import Source, Verdict
 from rules.overrides import Override, parse_overrides
-from rules.schema import Condition, Rule, RuleError, Ruleset, load_ruleset
 from rules.plans import LARGE_VALUE, Planner, chain_for, encoded, transformed
+from rules.schema import Condition, Rule, RuleError, Ruleset, load_ruleset
 from rules.targets import Unit, units
 
 DEFAULT_PATH = Path(__file__).with_name("default.yaml")

@@ -7,7 +7,7 @@ and `headers:user-agent`).
 
 Bounds: plain tokens (ids, numbers, words, dates: nothing but letters, digits and `_.:@-`) cannot carry
 an injection on their own, so all plain tokens of one kind are joined into one unit; at most `PER_KIND`
-other values of one kind are kept separate and the rest of that kind is joined too (newline-separated).
+other values of one kind are kept separate and the rest of that kind is joined too (separated by JOIN).
 A JSON body with ten thousand leaves is then scanned in a handful of passes instead of ten thousand, at the
 cost of per-value anchors and length filters on the joined part. A body over LARGE_BODY is not split at
 all: it becomes one unit read by body and argument rules alike (rules/plans.py gives it one pass).
@@ -48,6 +48,7 @@ TARGETS = {
 }
 NAMED_PREFIX = "headers:"
 PER_KIND = 64
+JOIN = "\x1f"  # joins values into one unit: neither a space nor a line break, so no rule reads it as a separator
 LARGE_BODY = 1 << 16  # above this the body is not split into fields: it is scanned whole, once
 LARGE_BODY_TARGETS = ("body", "args", "form", "json", "uploads")
 MAX_BODY_CHARS = 1 << 21  # the gateway caps the body earlier; this only bounds a direct caller
@@ -116,7 +117,7 @@ class _Builder:
     def finish(self) -> list[Unit]:
         for bucket in (self.plain, self.overflow):
             for targets, values in bucket.items():
-                self.units.append(Unit(targets, values[0] if len(values) == 1 else "\n".join(values), "*"))
+                self.units.append(Unit(targets, values[0] if len(values) == 1 else JOIN.join(values), "*"))
         return self.units
 
 

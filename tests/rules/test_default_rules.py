@@ -171,6 +171,7 @@ BENIGN = [
     ("json-api", js({"user": {"id": 42, "email": "a@example.com", "tags": ["x", "y"], "address": {"city": "Lyon"}}})),
     ("graphql", js({"query": "query Order($id: ID!) { order(id: $id) { id lines { product { name } quantity } } }",
                     "variables": {"id": "T3JkZXI6MQ=="}})),
+    ("json-tokens", js({"status": "deleted", "field": "id", "kind": "object", "words": ["union", "select", "1", "sleep"]})),
     ("jwt-cookie", hdr("Cookie", "session=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.c2lnbmF0dXJl; theme=dark")),
     ("googlebot", hdr("User-Agent", "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)")),
     ("static", raw("GET", "/static/js/app.3f2a1c.js")),
