@@ -30,10 +30,10 @@ CLOCK: web.AppKey[Callable[[], float]] = web.AppKey("clef_clock", object)
 EDGE: web.AppKey[Any] = web.AppKey("clef_edge_cache", object)  # gateway.edgecache.EdgeCache, or None when off
 METRICS: web.AppKey[Any] = web.AppKey("clef_metrics", object)  # gateway.metrics.Metrics
 
-STAMPED = ("features", "verdict", "action", "headers", "response")
+STAMPED = frozenset({"features", "verdict", "action", "headers", "response"})
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, init=False)
 class Exchange:
     request: web.Request
     config: Config
@@ -42,7 +42,7 @@ class Exchange:
     clock: Callable[[], float] = time.perf_counter
     edge: Any = None  # the edge response cache, for `cache` actions
     metrics: Any = None
-    stamps: dict[str, float] = field(default_factory=dict)  # before the stamped fields: __setattr__ needs it
+    stamps: dict[str, float] = field(default_factory=dict)  # set by __init__, before any stamped field
     started: float = 0.0
     route: Route | None = None
     features: Features | None = None
@@ -56,6 +56,18 @@ class Exchange:
     cache_status: str = "BYPASS"  # what the edge cache did: HIT, MISS, EXPIRED, REVALIDATED, STALE, BYPASS
     bytes_in: int = 0  # request body bytes read from the client
     bytes_out: int = 0  # response body bytes written to the client
+
+    def __init__(
+        self, request: web.Request, config: Config, decider: Any, session: ClientSession | None,
+        clock: Callable[[], float] = time.perf_counter, **values: Any,
+    ) -> None:  # fmt: skip
+        # Straight into __dict__: nothing is stamped at birth, and every field left out reads its class
+        # default (all immutable), so a request pays for a few assignments, not one __setattr__ per field.
+        unknown = values.keys() - self.__dataclass_fields__.keys()
+        if unknown:
+            raise TypeError(f"Exchange has no field {', '.join(sorted(unknown))}")
+        self.__dict__.update(request=request, config=config, decider=decider, session=session, clock=clock,
+                             stamps={}, **values)  # fmt: skip
 
     @classmethod
     def begin(cls, request: web.Request) -> "Exchange":
@@ -75,7 +87,7 @@ class Exchange:
         )
 
     def __setattr__(self, name: str, value: Any) -> None:
-        super().__setattr__(name, value)
+        object.__setattr__(self, name, value)
         if name in STAMPED and value is not None:
             self.stamps[name] = self.clock()
 
