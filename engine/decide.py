@@ -2,7 +2,8 @@
 
 The model is awaited for at most `timeout_ms`; a timeout, an error, a full queue or an open breaker sends
 the request to the rules, so every request gets a decision at predictable latency. Only model verdicts
-are cached. When the model saw only part of a large body, the rules scan the whole of it as well and a
+are cached: in-process, and, when a Redis URL is set, in Redis as well (engine/shared_cache.py), which
+is asked after a local miss and before the model, within its own short timeout. When the model saw only part of a large body, the rules scan the whole of it as well and a
 rules block wins.
 """
 
@@ -22,6 +23,7 @@ from engine.cache import DecisionCache
 from engine.errors import EngineError
 from engine.features import Features
 from engine.model import Model
+from engine.shared_cache import SharedCache
 from engine.verdict import Source, Verdict
 from rules.engine import RuleEngine
 
@@ -43,6 +45,9 @@ class EngineSettings:
     rules: str | None = None  # ruleset YAML; None = rules/default.yaml
     overrides: tuple[dict, ...] = ()
     disabled: bool = False  # decisions off: every request gets the rules' routing label (for benchmarks)
+    shared_cache_url: str = ""  # Redis URL of the cache shared by replicas; "" = none
+    shared_cache_timeout_ms: float = 10.0  # longest wait for Redis per read; past it, a miss
+    shared_cache_prefix: str = "clef:decision:"
 
 
 class Predictor(Protocol):
@@ -94,6 +99,12 @@ class Decider:
         self.clock = clock or time.monotonic
         self.cache = DecisionCache(settings.cache_ttl_s, settings.cache_max_entries, clock=self.clock)
         self.breaker = Breaker(settings.failures_to_open, settings.reset_after_s, clock=self.clock)
+        self.shared: SharedCache | None = None
+        if settings.shared_cache_url and self.cache.enabled:  # its TTL is the local cache's: 0 turns both off
+            self.shared = SharedCache(
+                settings.shared_cache_url, settings.cache_ttl_s, settings.shared_cache_timeout_ms,
+                settings.shared_cache_prefix, clock=self.clock,
+            )  # fmt: skip
         self.timeout_s = settings.timeout_ms / 1000.0
         self.model_error = model_error if model is None else None
         self.counts: Counter[str] = Counter()  # decisions by source
@@ -133,6 +144,9 @@ class Decider:
         key = features.cache_key(self.model.id)
         if (hit := self.cache.get(key)) is not None:
             return hit.from_cache()
+        if self.shared is not None and (hit := await self.shared.get(key)) is not None:
+            self.cache.put(key, hit)
+            return hit
         if not self.breaker.allows():
             self.fallbacks["breaker_open"] += 1
             return self.rules.evaluate(features)
@@ -148,6 +162,8 @@ class Decider:
             if ruled.blocked:
                 return ruled
         self.cache.put(key, verdict)
+        if self.shared is not None:
+            self.shared.put(key, verdict)
         return verdict
 
     def health(self) -> dict[str, Any]:
@@ -160,6 +176,8 @@ class Decider:
             "fallback_ratio": round(self.counts.get("rules", 0) / total, 4) if total else 0.0,
             "rules": self.rules.model,
         }
+        if self.shared is not None:  # a Redis that is down slows nothing: it is reported, not a 503
+            out["shared_cache"] = self.shared.health()
         if self.settings.disabled:
             out["model_disabled"] = True
         elif self.model is None:
@@ -171,6 +189,13 @@ class Decider:
     def models(self) -> list[dict[str, Any]]:
         return [self.model.info()] if self.model else []
 
+    async def start(self) -> None:
+        """Check the shared cache once, so /health says at once when Redis is unreachable."""
+        if self.shared is not None and not await self.shared.ping():
+            log.warning("shared cache unreachable at start: %s", self.shared.health())
+
     async def close(self) -> None:
         if self.model:
             await self.model.close()
+        if self.shared is not None:
+            await self.shared.close()
