@@ -83,6 +83,7 @@ async def _decider(app: web.Application, clock: Callable[[], float] | None, mode
     # Loading the bundle reads and warms a model: off the event loop
     decider = await asyncio.to_thread(create_decider, config, clock, model)
     app[DECIDER] = decider
+    await decider.start()  # a Redis shared cache, if set, is checked once (it never stops the start)
     health = decider.health()
     if health["status"] != "ok":
         log.error("engine: %s", health.get("reason", "unavailable"))

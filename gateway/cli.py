@@ -5,8 +5,8 @@
     clef-gateway check-config FILE
 
 Settings come from the config file (--config, or CLEF_CONFIG), then the environment (CLEF_ORIGIN,
-CLEF_LISTEN, CLEF_ADMIN, CLEF_MODEL_BUNDLE, CLEF_MODE, CLEF_LOG_LEVEL), then the flags. A config error
-prints one line naming the full key and exits 2; an address that cannot be bound exits 1.
+CLEF_LISTEN, CLEF_ADMIN, CLEF_MODEL_BUNDLE, CLEF_MODE, CLEF_LOG_LEVEL, CLEF_REDIS_URL), then the flags. A
+config error prints one line naming the full key and exits 2; an address that cannot be bound exits 1.
 """
 
 from __future__ import annotations

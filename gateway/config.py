@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import yaml
 
 from gateway.config_cache import ResponseCacheConfig
+from gateway.config_redis import RedisCacheConfig
 from gateway.errors import ConfigError
 from gateway.schema import Bad, build, check, merge_actions, overlay
 
@@ -37,6 +38,7 @@ ENV = {
     "CLEF_MODEL_BUNDLE": "model.bundle",
     "CLEF_MODE": "mode",
     "CLEF_LOG_LEVEL": "logging.level",
+    "CLEF_REDIS_URL": "cache.redis.url",
 }
 
 
@@ -115,6 +117,7 @@ class CacheConfig:
     ttl_s: float = 600.0  # 0 turns the decision cache off
     max_entries: int = 100_000
     responses: ResponseCacheConfig = ResponseCacheConfig()  # the edge cache for `cache` actions (config_cache.py)
+    redis: RedisCacheConfig = RedisCacheConfig()  # decisions shared by replicas (config_redis.py)
 
     def __post_init__(self) -> None:
         check(self.ttl_s >= 0, "ttl_s", "must be >= 0", self.ttl_s)
@@ -270,6 +273,9 @@ class Config:
             rules=self.rules.path,
             overrides=self.rules.overrides,
             disabled=not m.enabled,
+            shared_cache_url=self.cache.redis.url,
+            shared_cache_timeout_ms=self.cache.redis.timeout_ms,
+            shared_cache_prefix=self.cache.redis.prefix,
         )
 
 
