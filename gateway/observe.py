@@ -8,7 +8,8 @@ to stdout as they are). Never raises: a request must not fail because it could n
 Fields: time, client, method, path (without the query unless `logging.log_query`: queries carry secrets
 and payloads, and the decision already says what was in them), status, bytes_in, bytes_out, decision,
 confidence, features, source, model, tokens (when the model read the request), action, intended, mode,
-route, cache (what the edge cache did), decision_ms (deciding, by whichever source), upstream_status,
+route, cache (what the edge cache did), decision_ms (deciding: the model's time, batching included, when
+source is model; the cache's, rules' or override's otherwise), upstream_status,
 upstream_ms, total_ms, and error when one occurred. Never a body.
 
 Sampling: `logging.sample_allowed` of the requests let through are logged; blocks, detect-mode blocks
