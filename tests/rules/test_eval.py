@@ -1,0 +1,88 @@
+"""rules/eval.py and rules/embed.py: the measuring CLI on tiny hand-written files."""
+
+import json
+
+import pytest
+
+from rules import eval as rules_eval
+from rules.embed import from_payload, from_text
+
+
+def write_jsonl(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return str(path)
+
+
+def run_json(capsys, *argv):
+    assert rules_eval.main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_data_mode_counts_labels_and_classes(tmp_path, capsys):
+    records = [
+        {"method": "GET", "path": "/s", "query": "q=1%27+or+%271%27%3D%271", "label": "attack", "attack_class": "sqli"},
+        {"method": "GET", "path": "/s", "query": "q=%3Cscript%3Ealert(1)%3C/script%3E", "label": "block", "attack_class": "xss"},
+        {"method": "GET", "path": "/s", "query": "q=shoes", "headers": [["User-Agent", "x"]], "label": "benign"},
+        {"method": "GET", "path": "/logo.png", "headers": {"Accept": "*/*"}, "label": "cache"},
+        {"method": "POST", "path": "/a", "body": "name=O%27Brien", "label": "origin"},
+        {"method": "GET", "path": "/p", "query": "id=5", "label": "block", "attack_class": None},  # missed, unknown
+    ]
+    out = run_json(capsys, "--data", write_jsonl(tmp_path / "r.jsonl", records))
+    assert out["classes"]["sqli"] == {"n": 1, "blocked": 1, "rate": 1.0}
+    assert out["classes"]["xss"]["blocked"] == 1
+    assert out["classes"]["unknown"] == {"n": 1, "blocked": 0, "rate": 0.0}
+    assert (out["attacks"], out["benign"]) == (3, 3)
+    assert out["tpr"] == round(2 / 3, 4) and out["fpr"] == 0.0
+    assert out["median_ms"] > 0 and out["p99_ms"] >= out["median_ms"]
+
+
+def test_text_report_and_limit(tmp_path, capsys):
+    path = write_jsonl(tmp_path / "p.jsonl", [
+        {"payload": "../../../etc/passwd", "label": "attack", "attack_class": "path_traversal", "context": "param"},
+        {"payload": "hello world", "label": "benign", "attack_class": None, "context": "param"},
+    ])  # fmt: skip
+    assert rules_eval.main(["--payloads", path, "--limit", "1"]) == 0
+    out = capsys.readouterr()
+    assert "path_traversal" in out.out and "attack TPR 100.00% over 1 attacks" in out.out
+    assert "benign" not in out.out  # --limit 1 kept only the first record
+    assert "1/1 records" in out.err  # progress goes to stderr
+
+
+def test_text_mode_embeds_as_form_and_json(tmp_path, capsys):
+    path = write_jsonl(tmp_path / "t.jsonl", [{"text": "SELECT name FROM users ORDER BY name;"}, {"text": "O'Brien's café"}])
+    out = run_json(capsys, "--text", path)
+    assert out["benign"] == 4 and out["fpr"] == 0.0 and out["tpr"] is None
+
+
+@pytest.mark.parametrize(
+    "context,check",
+    [
+        ("param", lambda f: f.path == "/search" and f.query == "q=a%27b%20c"),
+        ("path", lambda f: f.path == "/a'b%20c"),
+        ("header:User-Agent", lambda f: f.header("user-agent") == "a'b c"),
+        ("header:X-Api-Version", lambda f: f.header("x-api-version") == "a'b c"),
+        ("body", lambda f: f.method == "POST" and f.body == b"a'b c" and f.header("content-type") == "text/plain"),
+        ("graphql", lambda f: json.loads(f.body) == {"query": "a'b c"}),
+        ("token", lambda f: f.header("authorization") == "Bearer a'b c"),
+        ("upload", lambda f: b'filename="upload.txt"' in f.body and b"a'b c" in f.body),
+    ],
+)
+def test_from_payload_contexts(context, check):
+    assert check(from_payload("a'b c", context))
+
+
+def test_from_payload_raw_forms():
+    req = from_payload("POST /login?x=1 HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\na=1", "request")
+    assert (req.method, req.path, req.query, req.body, req.header("host")) == ("POST", "/login", "x=1", b"a=1", "h")
+    hdr = from_payload("Transfer-Encoding : chunked", "header")
+    assert ("Transfer-Encoding ", "chunked") in hdr.headers
+    url = from_payload("/index.php?page=http://e.example/x.txt?", "url")
+    assert url.path == "/index.php" and url.query == "page=http://e.example/x.txt?"
+    assert from_payload('{"a": 1}', "body").header("content-type") == "application/json"
+    assert from_payload("<x/>", "body").header("content-type") == "application/xml"
+
+
+def test_from_text():
+    assert from_text("a b&c", "form").body == b"title=note&comment=a+b%26c"
+    assert json.loads(from_text("x", "json").body)["content"] == "x"
+    assert from_text("a b", "query").query == "q=a+b"
