@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import pickle
 import random
 import shutil
 import sys
@@ -51,6 +52,22 @@ def split_dev(records: list[dict], share: float, seed: int) -> tuple[list[dict],
     return train, dev
 
 
+def canonical_cached(source: Path, records: list[dict], args, name: str) -> list[tuple[str, str]]:
+    """Canonical texts are the slow part of a run and depend only on the corpus, the split and the
+    canonical version: keep them beside the corpus so reruns (other seeds, sizes, epochs) skip them."""
+    key = hashlib.blake2b(
+        f"{file_sha256(source)}:{CANONICAL_VERSION}:{args.seed}:{args.limit}:{name}:{len(records)}".encode(), digest_size=10
+    ).hexdigest()
+    path = source.parent / f".canonical-{name}-{key}.pkl"
+    if path.exists():
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    parts = canonical_parts(records, args.threads)
+    with open(path, "wb") as f:
+        pickle.dump(parts, f, protocol=pickle.HIGHEST_PROTOCOL)
+    return parts
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m engine.train", description="Train a clef-gateway model bundle.")
     ap.add_argument("--corpus", default="work/corpus", help="folder with train.jsonl (and test.jsonl, evasion.jsonl)")
@@ -84,16 +101,23 @@ def main(argv=None) -> int:
     train_recs, dev_recs = split_dev(records, 0.05, args.seed)
     progress(f"  {len(train_recs):,} train, {len(dev_recs):,} dev (held out by group)")
 
-    progress("[2/6] tokenizer")
-    sample = random.Random(args.seed).sample(train_recs, min(len(train_recs), 60000))
-    texts = [h + "\n" + b for h, b in canonical_parts(sample, args.threads)]
+    progress("[2/6] canonical text and tokenizer")
+    t0 = time.time()
+    train_parts = canonical_cached(corpus / "train.jsonl", train_recs, args, "train")
+    dev_parts = canonical_cached(corpus / "train.jsonl", dev_recs, args, "dev")
+    progress(f"  canonical text for {len(train_parts) + len(dev_parts):,} records in {time.time() - t0:.0f}s")
+    rng = random.Random(args.seed)
+    sample = rng.sample(range(len(train_parts)), min(len(train_parts), 60000))
+    texts = [train_parts[i][0] + "\n" + train_parts[i][1] for i in sample]
     tokenizer = train_tokenizer(texts, vocab_size=args.vocab)
     tokenizer.save(str(out / "tokenizer.json"))
     progress(f"  vocabulary {tokenizer.get_vocab_size():,}")
 
     progress("[3/6] encoding")
-    train_data = encode_records(train_recs, tokenizer, args.train_max_tokens, args.threads, progress)
-    dev_data = encode_records(dev_recs, tokenizer, args.max_tokens, args.threads, progress)
+    train_data = encode_records(train_recs, tokenizer, args.train_max_tokens, args.threads, progress, train_parts)
+    dev_data = encode_records(dev_recs, tokenizer, args.max_tokens, args.threads, progress, dev_parts)
+    n_train, n_dev = len(train_recs), len(dev_recs)
+    del records, train_recs, dev_recs, sample, texts, train_parts, dev_parts  # only the ids are needed now
 
     progress("[4/6] training")
     net = ClefNet(tokenizer.get_vocab_size(), len(LABELS), len(FEATURES), d=args.dim)
@@ -138,8 +162,8 @@ def main(argv=None) -> int:
         "trained_on": {
             "corpus": str(corpus),
             "train_sha256": file_sha256(corpus / "train.jsonl"),
-            "records": len(train_recs),
-            "dev_records": len(dev_recs),
+            "records": n_train,
+            "dev_records": n_dev,
             "seed": args.seed,
             "train_max_tokens": args.train_max_tokens,
             **run,

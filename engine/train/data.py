@@ -51,7 +51,6 @@ class Encoded:
     labels: np.ndarray  # int64 [n]
     features: np.ndarray  # float32 [n, len(FEATURES)]
     groups: list[str]
-    records: list[dict]
 
 
 def targets(records: list[dict]) -> tuple[np.ndarray, np.ndarray]:
@@ -65,17 +64,22 @@ def targets(records: list[dict]) -> tuple[np.ndarray, np.ndarray]:
     return labels, feats
 
 
-def encode_records(records: list[dict], tokenizer, max_tokens: int, workers: int = 2, log=print) -> Encoded:
+def encode_records(records: list[dict], tokenizer, max_tokens: int, workers: int = 2, log=print, parts=None) -> Encoded:
     t0 = time.time()
-    parts = canonical_parts(records, workers)
-    log(f"  canonical text for {len(records):,} records in {time.time() - t0:.0f}s")
+    if parts is None:
+        parts = canonical_parts(records, workers)
+        log(f"  canonical text for {len(records):,} records in {time.time() - t0:.0f}s")
     t0 = time.time()
-    heads = tokenizer.encode_batch([h for h, _ in parts], add_special_tokens=False)
-    bodies = tokenizer.encode_batch([b for _, b in parts], add_special_tokens=False)
-    ids = [np.asarray(fit(h.ids, b.ids, max_tokens)[0], dtype=np.int32) for h, b in zip(heads, bodies)]
+    ids: list[np.ndarray] = []
+    for start in range(0, len(parts), 8192):  # in chunks: Encoding objects are large, keep only the ids
+        chunk = parts[start : start + 8192]
+        heads = tokenizer.encode_batch([h for h, _ in chunk], add_special_tokens=False)
+        bodies = tokenizer.encode_batch([b for _, b in chunk], add_special_tokens=False)
+        ids.extend(np.asarray(fit(h.ids, b.ids, max_tokens)[0], dtype=np.int32) for h, b in zip(heads, bodies))
+        del heads, bodies
     log(f"  tokenised in {time.time() - t0:.0f}s")
     labels, feats = targets(records)
-    return Encoded(ids, labels, feats, [r.get("group", "") for r in records], records)
+    return Encoded(ids, labels, feats, [r.get("group", "") for r in records])
 
 
 def batches(lengths: list[int], max_tokens_per_batch: int, window: int, rng: random.Random, max_batch: int = 256):
