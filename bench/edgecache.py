@@ -104,7 +104,7 @@ def run_wrk(url: str, duration: float, connections: int) -> dict:
     ).stdout  # fmt: skip
 
     def ms(label: str) -> float:
-        m = re.search(rf"^\s+{label}\s+([\d.]+)(us|ms|s)\b", out, re.M)
+        m = re.search(rf"^\s+{label}\s+([\d.]+)(us|ms|s)\b", out, re.MULTILINE)
         if not m:
             return float("nan")
         return float(m.group(1)) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[m.group(2)]

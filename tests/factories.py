@@ -16,8 +16,8 @@ import gzip
 import hashlib
 import random
 import time
-from email.utils import formatdate
 from dataclasses import dataclass, field
+from email.utils import formatdate
 from typing import Any
 
 from aiohttp import web

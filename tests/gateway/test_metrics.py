@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.factories import FakeModel, raw_url
+from tests.factories import Asset, FakeModel, raw_url
 
 STATIC_TO_CACHE = {"id": "static", "action": "cache", "path_prefix": "/static/"}
 DENY_ADMIN = {"id": "deny-admin", "action": "deny", "path_prefix": "/admin"}
@@ -33,7 +33,7 @@ async def test_series_move_as_requests_are_blocked_forwarded_and_cached(make_gat
     assert value(before, "clef_model_info", name="fake", version="1") == 1
     assert value(before, "clef_breaker_state") == 0 and value(before, "clef_fallback_ratio") == 0
     assert value(before, "clef_edge_cache_hits_total") == 0 and value(before, "clef_edge_cache_bytes") == 0
-    assert [k for k in before if k[0] == "clef_config_info"][0][1][0][0] == "hash"
+    assert next(k for k in before if k[0] == "clef_config_info")[1][0][0] == "hash"
 
     assert (await gw.proxy.get("/admin/users")).status == 403
     assert (await gw.proxy.get("/page")).status == 200
@@ -62,8 +62,6 @@ async def test_series_move_as_requests_are_blocked_forwarded_and_cached(make_gat
 async def test_evictions_are_counted(make_gateway, upstream, clock):
     raw = {"cache": {"responses": {"max_bytes": 20_000, "max_object_bytes": 20_000}}}
     gw = await make_gateway(raw, model=FakeModel(scores={"cache": 1.0}), clock=clock)
-    from tests.factories import Asset
-
     for name in "ab":
         upstream.assets[f"/static/{name}.js"] = Asset(body=b"x" * 15_000)
         await gw.proxy.get(f"/static/{name}.js")
