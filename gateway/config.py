@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import yaml
 
 from gateway.config_cache import ResponseCacheConfig
+from gateway.config_limits import LimitsConfig, ShutdownConfig
 from gateway.config_redis import RedisCacheConfig
 from gateway.errors import ConfigError
 from gateway.schema import Bad, build, check, merge_actions, overlay
@@ -39,6 +40,7 @@ ENV = {
     "CLEF_MODE": "mode",
     "CLEF_LOG_LEVEL": "logging.level",
     "CLEF_REDIS_URL": "cache.redis.url",
+    "CLEF_ADMIN_TOKEN": "admin.token",
 }
 
 
@@ -64,10 +66,17 @@ class AdminConfig:
     listen: Address = Address("127.0.0.1", 9901)
     max_body_bytes: int = MiB  # a larger /v1/decision body answers 413
     max_batch: int = 64  # a longer input list answers 422
+    token: str = field(default="", repr=False)  # "": none; else `Authorization: Bearer …` on all but /health
+    decision_rate: float = 50.0  # /v1/decision inputs per second, a token bucket; 0: no limit
+    decision_burst: int = 128  # inputs the bucket holds; at least max_batch, so any batch can pass
 
     def __post_init__(self) -> None:
         check(self.max_body_bytes > 0, "max_body_bytes", "must be > 0", self.max_body_bytes)
         check(self.max_batch > 0, "max_batch", "must be > 0", self.max_batch)
+        if self.token and (len(self.token) < 16 or self.token != self.token.strip()):
+            raise Bad("token", "must be at least 16 characters without surrounding spaces")  # never echo it
+        check(self.decision_rate >= 0, "decision_rate", "must be >= 0", self.decision_rate)
+        check(self.decision_burst >= self.max_batch, "decision_burst", "must be >= max_batch", self.decision_burst)
 
 
 @dataclass(frozen=True)
@@ -77,6 +86,8 @@ class OriginConfig:
     connect_timeout_s: float = 5.0
     timeout_s: float = 60.0  # longest silence while waiting for the origin's headers or next bytes
     max_connections: int = 100
+    fail_threshold: int = 5  # consecutive failures (unreachable, timeout, reset) that mark it down; 0: never
+    down_for_s: float = 10.0  # while down, requests answer 502 at once (or stale from the edge cache)
 
     def __post_init__(self) -> None:
         if self.url is not None:
@@ -89,6 +100,8 @@ class OriginConfig:
         check(self.connect_timeout_s > 0, "connect_timeout_s", "must be > 0", self.connect_timeout_s)
         check(self.timeout_s > 0, "timeout_s", "must be > 0", self.timeout_s)
         check(self.max_connections > 0, "max_connections", "must be > 0", self.max_connections)
+        check(self.fail_threshold >= 0, "fail_threshold", "must be >= 0", self.fail_threshold)
+        check(self.down_for_s > 0, "down_for_s", "must be > 0", self.down_for_s)
 
 
 @dataclass(frozen=True)
@@ -196,20 +209,6 @@ class HeadersConfig:
 
 
 @dataclass(frozen=True)
-class LimitsConfig:
-    max_body_bytes: int | None = 64 * MiB  # larger request bodies answer 413; null = no limit
-    max_line_bytes: int = 8190  # request line
-    max_field_bytes: int = 8190  # one header
-    max_headers: int = 128
-
-    def __post_init__(self) -> None:
-        m = self.max_body_bytes
-        check(m is None or m >= 0, "max_body_bytes", "must be >= 0", m)
-        for name in ("max_line_bytes", "max_field_bytes", "max_headers"):
-            check(getattr(self, name) > 0, name, "must be > 0", getattr(self, name))
-
-
-@dataclass(frozen=True)
 class LoggingConfig:
     level: str = "info"  # debug | info | warning | error
     access_log: bool = True  # one JSON line per request on the `clef.access` logger
@@ -235,7 +234,8 @@ class Config:
     actions: ActionMap = ActionMap()
     routes: tuple[Route, ...] = ()
     headers: HeadersConfig = HeadersConfig()
-    limits: LimitsConfig = LimitsConfig()
+    limits: LimitsConfig = LimitsConfig()  # config_limits.py
+    shutdown: ShutdownConfig = ShutdownConfig()
     logging: LoggingConfig = LoggingConfig()
     _by_length: tuple[Route, ...] = field(default=(), init=False, repr=False, compare=False)
 
