@@ -40,7 +40,7 @@ GATEWAY_YAML = one("ConfigMap")["data"]["gateway.yaml"]
 
 def gateway_config() -> configs.Config:
     """The ConfigMap's file as the pod reads it: the image's environment, then the container's, over it."""
-    env = {**IMAGE_ENV, **{e["name"]: e["value"] for e in CONTAINER.get("env", []) if e["name"] != "CLEF_CONFIG"}}
+    env = {**IMAGE_ENV, **{e["name"]: e["value"] for e in CONTAINER["env"] if "value" in e and e["name"] != "CLEF_CONFIG"}}
     return configs.from_dict(yaml.safe_load(GATEWAY_YAML), env=env)
 
 
@@ -81,6 +81,14 @@ def test_the_config_is_mounted_where_clef_config_points():
     (mount,) = [m for m in CONTAINER["volumeMounts"] if m["mountPath"] == str(path.parent)]
     (volume,) = [v for v in POD["spec"]["volumes"] if v["name"] == mount["name"]]
     assert volume["configMap"]["name"] == "clef-gateway" and path.name in one("ConfigMap")["data"]
+
+
+def test_secrets_come_from_an_optional_secret_as_variables_the_gateway_reads():
+    from_secret = [e for e in CONTAINER["env"] if "valueFrom" in e]
+    assert {e["name"] for e in from_secret} == {"CLEF_ADMIN_TOKEN", "CLEF_REDIS_URL"} and set(configs.ENV) >= {
+        e["name"] for e in from_secret}  # fmt: skip
+    assert all(e["valueFrom"]["secretKeyRef"]["optional"] is True for e in from_secret)  # the pod starts without it
+    assert gateway_config().admin.token == ""  # never in the ConfigMap
 
 
 def test_ports_and_probes_follow_the_config():
@@ -137,7 +145,9 @@ def test_pods_run_unprivileged_on_a_read_only_root():
 def test_shutdown_drains_within_the_grace_period():
     sleep = CONTAINER["lifecycle"]["preStop"]["exec"]["command"]
     assert sleep[0] == "sleep"
-    assert POD["spec"]["terminationGracePeriodSeconds"] >= int(sleep[1]) + 30  # then 30 s to finish requests
+    # preStop, then the gateway's own drain, then a few seconds to close the engine, before SIGKILL
+    drain = gateway_config().shutdown.grace_s
+    assert POD["spec"]["terminationGracePeriodSeconds"] >= int(sleep[1]) + drain + 5
 
 
 def test_memory_covers_the_model_and_the_caches():
