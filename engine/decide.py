@@ -3,8 +3,8 @@
 The model is awaited for at most `timeout_ms`; a timeout, an error, a full queue or an open breaker sends
 the request to the rules, so every request gets a decision at predictable latency. Only model verdicts
 are cached: in-process, and, when a Redis URL is set, in Redis as well (engine/shared_cache.py), which
-is asked after a local miss and before the model, within its own short timeout. When the model saw only part of a large body, the rules scan the whole of it as well and a
-rules block wins.
+is asked after a local miss and before the model, within its own short timeout. When the model saw only
+part of a large body, the rules scan the whole of it as well and a rules block wins.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
-"""Fixtures shared across the test packages: a fake clock and a recording origin on loopback."""
+"""Fixtures shared across the test packages: a fake clock, a recording origin on loopback, and a real
+redis-server (tests/redis_server.py) for the shared decision cache."""
 
 from __future__ import annotations
 
 import pytest
 
+from tests import redis_server as redis
 from tests.factories import FakeClock, Upstream
 
 
@@ -19,3 +21,8 @@ async def upstream(aiohttp_server) -> Upstream:
     origin.url = str(server.make_url("")).rstrip("/")
     origin.server = server
     return origin
+
+
+@pytest.fixture
+def redis_server():
+    yield from redis.serve()

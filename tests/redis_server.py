@@ -1,10 +1,10 @@
 """A real redis-server on a free loopback port, for the shared decision cache's tests.
 
-The fixture `redis_server` starts one per test (no persistence, a few milliseconds) and kills it after.
-A test can `stop()` it (SIGKILL: a crashed Redis, connections reset), `start()` it again on the same
-port (empty, as a restarted cache is), or `pause()` / `resume()` it (SIGSTOP / SIGCONT: a hung Redis that
-accepts connections and never answers, the case a timeout is for). Skipped, saying why, where the binary
-is missing; .ci/run installs it.
+The fixture `redis_server` (tests/conftest.py, through `serve()`) starts one per test (no persistence, a
+few milliseconds) and kills it after. A test can `stop()` it (SIGKILL: a crashed Redis, connections
+reset), `start()` it again on the same port (empty, as a restarted cache is), or `pause()` / `resume()`
+it (SIGSTOP / SIGCONT: a hung Redis that accepts connections and never answers, the case a timeout is
+for). Skipped, saying why, where the binary is missing; .ci/run installs it.
 """
 
 from __future__ import annotations
@@ -77,8 +77,8 @@ class RedisServer:
         self.paused = False
 
 
-@pytest.fixture
-def redis_server() -> Iterator[RedisServer]:
+def serve() -> Iterator[RedisServer]:
+    """A started server, killed afterwards; the test is skipped where redis-server is not installed."""
     if BINARY is None:
         pytest.skip("redis-server is not installed (apt-get install redis-server; .ci/run installs it)")
     server = RedisServer().start()

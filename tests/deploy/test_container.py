@@ -20,7 +20,14 @@ import yaml
 
 from gateway import config as configs
 from gateway.server import running
-from tests.deploy.deployfiles import DEPLOY, ROOT, dockerfile, docker_ignored, env_of, final_stage
+from tests.deploy.deployfiles import (
+    DEPLOY,
+    ROOT,
+    docker_ignored,
+    dockerfile,
+    env_of,
+    final_stage,
+)
 from tests.factories import FakeModel, make_config
 
 INSTRUCTIONS = dockerfile()
@@ -61,7 +68,8 @@ def test_the_wheel_the_image_installs_carries_every_packaged_file(tmp_path):
     """The build stage's `pip wheel .`, on the build context .dockerignore lets through: the wheel must
     hold every module and every data file the packages read at run time (the model bundle, the rules and
     their phrase lists), or the container fails at start where the checkout works."""
-    listed = subprocess.run(["git", "ls-files", "gateway", "engine", "rules"], cwd=ROOT, capture_output=True, text=True)
+    git = ["git", "ls-files", "gateway", "engine", "rules"]
+    listed = subprocess.run(git, cwd=ROOT, capture_output=True, text=True)
     if listed.returncode != 0:
         pytest.skip("not a git checkout: cannot tell tracked files from local ones")
     tracked = [f for f in listed.stdout.split() if not f.endswith("README.md")]
@@ -70,10 +78,8 @@ def test_the_wheel_the_image_installs_carries_every_packaged_file(tmp_path):
         if not docker_ignored(name):
             (context / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, context / name)
-    build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(context)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path)]
+    build = subprocess.run([*pip, str(context)], capture_output=True, text=True, timeout=300)
     assert build.returncode == 0, build.stderr[-2000:]
     (wheel,) = tmp_path.glob("clef_gateway-*.whl")
     assert sorted(set(tracked) - set(zipfile.ZipFile(wheel).namelist())) == []

@@ -40,7 +40,8 @@ GATEWAY_YAML = one("ConfigMap")["data"]["gateway.yaml"]
 
 def gateway_config() -> configs.Config:
     """The ConfigMap's file as the pod reads it: the image's environment, then the container's, over it."""
-    env = {**IMAGE_ENV, **{e["name"]: e["value"] for e in CONTAINER["env"] if "value" in e and e["name"] != "CLEF_CONFIG"}}
+    container = {e["name"]: e["value"] for e in CONTAINER["env"] if "value" in e and e["name"] != "CLEF_CONFIG"}
+    env = {**IMAGE_ENV, **container}
     return configs.from_dict(yaml.safe_load(GATEWAY_YAML), env=env)
 
 
@@ -119,8 +120,8 @@ def test_selectors_match_the_pods():
     assert DEPLOYMENT["spec"]["selector"]["matchLabels"].items() <= labels.items()
     assert one("Service")["spec"]["selector"].items() <= labels.items()
     assert one("PodDisruptionBudget")["spec"]["selector"]["matchLabels"].items() <= labels.items()
-    redis = one("Deployment", "clef-redis")
-    assert one("Service", "clef-redis")["spec"]["selector"].items() <= redis["spec"]["template"]["metadata"]["labels"].items()
+    redis_pod = one("Deployment", "clef-redis")["spec"]["template"]["metadata"]["labels"]
+    assert one("Service", "clef-redis")["spec"]["selector"].items() <= redis_pod.items()
 
 
 def test_autoscaler_and_disruption_budget_keep_replicas_up():

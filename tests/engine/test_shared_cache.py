@@ -21,7 +21,7 @@ from engine.shared_cache import FAILURES_TO_SKIP, MAX_WRITES, SKIP_S, SharedCach
 from engine.verdict import Source, Verdict
 from rules.engine import RuleEngine
 from tests.factories import FakeModel
-from tests.redis_server import RedisServer, free_port, redis_server  # noqa: F401 (a fixture)
+from tests.redis_server import RedisServer, free_port
 
 PAGE = Features.build("GET", "/products", "page=2", {"User-Agent": "Mozilla/5.0"})
 SQLI = Features.build("GET", "/", "id=1%27%20OR%201%3D1--")
@@ -61,7 +61,8 @@ async def timed_decide(d: Decider, features: Features, limit_s: float) -> Verdic
 
 
 def test_a_verdict_survives_the_round_trip_whole():
-    v = Verdict("block", 0.91234567, ("sqli", "auth"), Source.MODEL, "clef@3", truncated=True, scores=(0.9, 0.05, 0.03, 0.02))
+    scores = (0.9, 0.05, 0.03, 0.02)
+    v = Verdict("block", 0.91234567, ("sqli", "auth"), Source.MODEL, "clef@3", truncated=True, scores=scores)
     assert decode(encode(v)) == v.from_cache()
     assert decode(encode(v)).source is Source.CACHE
 

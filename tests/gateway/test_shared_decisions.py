@@ -7,7 +7,7 @@ and what a Redis that dies does to both: requests still answered, /health still 
 from __future__ import annotations
 
 from tests.factories import FakeModel
-from tests.redis_server import free_port, redis_server  # noqa: F401 (a fixture)
+from tests.redis_server import free_port
 
 
 async def test_a_decision_made_by_one_replica_is_a_cache_hit_on_the_other(make_gateway, upstream, redis_server, clock):
