@@ -167,6 +167,8 @@ def medians(rows: list[dict], keys: tuple[str, ...]) -> dict:
 
 
 def git_state(snapshot: bool) -> dict:
+    """The commit the gateway runs from, read when the run starts (others may commit while it runs)."""
+
     def git(*a):
         return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()
 
@@ -227,7 +229,8 @@ def main(argv=None) -> int:
             servers["nginx"] = procs.nginx_proxy(servers["origin"])
         if "modsec" in configs:
             servers["modsec"] = procs.nginx_proxy(servers["origin"], modsecurity=True)
-        code = procs.snapshot() if args.snapshot else ROOT
+        args.code = git_state(args.snapshot)
+        code = procs.snapshot(args.code["commit"]) if args.snapshot else ROOT
         if {"clef-cold", "clef-mix"} & set(configs):
             servers["clef-cold"] = servers["clef-mix"] = procs.gateway(servers["origin"], extra=f"mode: {mode}\n",
                                                                        code=code)  # fmt: skip
@@ -318,7 +321,7 @@ def summarise(args, cores, mode, model, rows, rate_rows) -> dict:
                     "platform": platform.platform(),
                     "note": f"{cores}-core machine shared with other engineers' work (training, tests) and with the "
                             "load generator: wrk and the fixed-rate client run on the same cores as the servers"},
-        "code": git_state(args.snapshot),
+        "code": args.code,
         "model": f"{model.get('name')}@{model.get('version')}" if model else None,
         "settings": {"duration_s": args.duration, "warmup_s": args.warmup, "connections": args.connections,
                      "wrk_threads": 1, "rounds": args.rounds, "max_requests": args.max_requests,
