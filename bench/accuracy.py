@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import argparse
 import base64
+import hashlib
 import json
 import os
 import random
 import re
 import socket
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -40,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from servers import Processes, log, require  # noqa: E402
+from servers import Processes, git_commit, log, require, versions  # noqa: E402
 
 DROP_HEADERS = {"content-length", "transfer-encoding", "connection", "keep-alive", "proxy-connection", "expect",
                 "upgrade", "te", "trailer"}  # fmt: skip
@@ -235,6 +237,9 @@ def main(argv=None) -> int:
         )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    commit = git_commit()
+    dirty = bool(subprocess.run(["git", "status", "--porcelain", "--", "engine"], cwd=ROOT, capture_output=True,
+                                text=True).stdout.strip())  # fmt: skip
     records, total = sample(data, args.limit or None, args.seed)
     log(f"{data}: {len(records):,} of {total:,} records (seed {args.seed}); {os.cpu_count()} cores, shared")
 
@@ -247,8 +252,11 @@ def main(argv=None) -> int:
     waf_4xx = modsec_metrics(records, statuses, {400, 403})
     result = {
         "data": str(data.relative_to(ROOT) if data.is_relative_to(ROOT) else data),
+        "data_sha256": hashlib.sha256(data.read_bytes()).hexdigest(),
         "records": len(records), "records_in_file": total, "seed": args.seed,
         "machine": {"cores": os.cpu_count(), "shared": True},
+        "code": {"commit": commit, "uncommitted_changes_in_engine": dirty},
+        "versions": versions(),
         "model": model,
         "modsec": {**waf, "config": "nginx + ModSecurity v3 + OWASP CRS, paranoia level 1, SecRuleEngine On, "
                    "anomaly threshold 5 (defaults); blocked = 403", "statuses": dict(Counter(map(str, statuses)))},
@@ -275,7 +283,9 @@ def table(res: dict) -> str:
              f"| attack TPR | {pct(m['tpr'])} | {pct(w['tpr'])} |",
              f"| benign FPR | {pct(m['fpr'])} | {pct(w['fpr'])} |",
              f"| balanced accuracy | {pct(m['balanced_accuracy'])} | {pct(w['balanced_accuracy'])} |"]  # fmt: skip
-    for c in sorted(set(m["per_class"]) | set(w["per_class"]), key=lambda c: -m["per_class"].get(c, {}).get("n", 0)):
+    for c in sorted(
+        set(m["per_class"]) | set(w["per_class"]), key=lambda c: (-m["per_class"].get(c, {}).get("n", 0), c)
+    ):
         mc, wc = m["per_class"].get(c, {}), w["per_class"].get(c, {})
         lines.append(f"| TPR {c} (n={mc.get('n', wc.get('n', 0))}) | {pct(mc.get('tpr'))} | {pct(wc.get('tpr'))} |")
     o = res["attacks_caught"]

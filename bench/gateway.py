@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import load  # noqa: E402
-from servers import Processes, Server, log, require  # noqa: E402
+from servers import Processes, Server, log, require, versions  # noqa: E402
 
 CONFIGS = {
     "origin": "origin direct (nginx return 200, 1 KiB)",
@@ -322,6 +322,7 @@ def summarise(args, cores, mode, model, rows, rate_rows) -> dict:
                     "note": f"{cores}-core machine shared with other engineers' work (training, tests) and with the "
                             "load generator: wrk and the fixed-rate client run on the same cores as the servers"},
         "code": args.code,
+        "versions": versions(),
         "model": f"{model.get('name')}@{model.get('version')}" if model else None,
         "settings": {"duration_s": args.duration, "warmup_s": args.warmup, "connections": args.connections,
                      "wrk_threads": 1, "rounds": args.rounds, "max_requests": args.max_requests,

@@ -75,6 +75,22 @@ def nginx_bin() -> str:
     return shutil.which("nginx") or "/usr/sbin/nginx"
 
 
+def versions() -> dict[str, str]:
+    """Debian package versions of what the benchmarks run (empty where dpkg does not know a package)."""
+    out = {}
+    for pkg in ("nginx", "libnginx-mod-http-modsecurity", "libmodsecurity3", "modsecurity-crs", "wrk"):
+        r = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", pkg], capture_output=True, text=True)
+        if r.returncode == 0 and r.stdout:
+            out[pkg] = r.stdout
+    return out
+
+
+def git_commit() -> str:
+    return subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+
+
 def process_cpu_s(pids: list[int]) -> float:
     """User + system CPU seconds of these processes (all their threads), from /proc."""
     tick = os.sysconf("SC_CLK_TCK")
