@@ -23,7 +23,7 @@ import re2
 
 from rules.operators import _bytes, re2_options
 from rules.schema import Rule
-from rules.targets import _KIND_TARGETS, NAMED_PREFIX, Unit
+from rules.targets import _KIND_TARGETS, LARGE_BODY_TARGETS, NAMED_PREFIX, Unit
 from rules.transforms import TRANSFORMS
 
 LARGE_VALUE = 1 << 16
@@ -89,7 +89,7 @@ class Planner:
         raw = [(t,) for t in ("method", "path", "uri", "query_string", "client", "body", "uploads",
                               "upload_names", "header_names", "header_list", "headers")]  # fmt: skip
         raw += [v for pair in _KIND_TARGETS.values() for v in pair] + [("form_names", "args_names")]
-        raw += [("body", "args", "form", "json", "uploads")]  # a large body (targets.units)
+        raw += list(LARGE_BODY_TARGETS.values())  # a large body (targets.units)
         raw += [("headers", t) for t in self.wanted if t.startswith(NAMED_PREFIX)]
         out = {tuple(t for t in tup if t in self.wanted) for tup in raw}
         return {t for t in out if t}

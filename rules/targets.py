@@ -19,6 +19,7 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
+from engine.canonical import _quiet
 from engine.features import Features
 from engine.fields import Field, is_binary, printable_strings, request_fields, text_of
 
@@ -38,7 +39,7 @@ TARGETS = {
     "args_names": "query, form and JSON names",
     "uploads": "multipart file contents (printable strings of binary files)",
     "upload_names": "multipart file names",
-    "headers": "every header value (`headers:<name>` for one header)",
+    "headers": "header values, except usual-shaped quiet ones (engine.canonical) and Cookie; `headers:<name>`: one header",
     "header_names": "header names",
     "header_list": "all header names, lower case, one a line in order (duplicates, combinations)",
     "cookies": "cookie values",
@@ -50,7 +51,12 @@ NAMED_PREFIX = "headers:"
 PER_KIND = 64
 JOIN = "\x1f"  # joins values into one unit: neither a space nor a line break, so no rule reads it as a separator
 LARGE_BODY = 1 << 16  # above this the body is not split into fields: it is scanned whole, once
-LARGE_BODY_TARGETS = ("body", "args", "form", "json", "uploads")
+LARGE_BODY_TARGETS = {  # content type → what a large body of that type stands for
+    "multipart": ("body", "args", "form", "uploads"),
+    "form": ("body", "args", "form"),
+    "json": ("body", "args", "json"),
+    "": ("body",),
+}
 MAX_BODY_CHARS = 1 << 21  # the gateway caps the body earlier; this only bounds a direct caller
 _PLAIN = re.compile(r"[A-Za-z0-9_.:@-]{1,64}")
 _KEEP = re.compile(r"^\d{8,}$|^0x|localhost|loopback|^(?:Tzo|rO0AB|gASV)")  # plain, yet a rule reads it whole
@@ -128,7 +134,10 @@ def _field(b: _Builder, f: Field) -> None:
         if f.name:
             b.add(names, f.name, f.name, join_plain=True)
     elif f.kind == "header":
-        b.add(("headers", NAMED_PREFIX + f.name), f.value, f.name)
+        # `headers` skips what the canonical text skips (Host, Accept, ... in their usual shape) and the raw
+        # Cookie header (its values are `cookies`): both are noise to attack rules. Named targets see all.
+        broad = f.name != "cookie" and not _quiet(f.name, f.value)
+        b.add(("headers", NAMED_PREFIX + f.name) if broad else (NAMED_PREFIX + f.name,), f.value, f.name)
         b.add(("header_names",), f.name, f.name)
     elif f.kind == "upload":
         field_name, _, rest = f.name.partition(";")
@@ -144,7 +153,9 @@ def _field(b: _Builder, f: Field) -> None:
 def _large_body(b: _Builder, features: Features) -> None:
     body = features.body[:MAX_BODY_CHARS]
     text = printable_strings(body, limit=1 << 14) if is_binary(body) else text_of(body)
-    b.add(LARGE_BODY_TARGETS, text, "*")
+    ctype = features.header("content-type").lower()
+    kind = next((k for k in ("multipart", "form", "json") if k in ctype), "")
+    b.add(LARGE_BODY_TARGETS[kind], text, "*")
 
 
 def units(features: Features, wanted: frozenset[str]) -> list[Unit]:

@@ -148,8 +148,10 @@ MULTIPART = (
         (Features.build("GET", "/", headers={"X-Two": "Zq"}), {"headers"}),
         (Features.build("GET", "/", headers={"Zq": "1"}), set()),  # names are lower-cased: regex is case-sensitive
         (Features.build("GET", "/", headers={"X-Zqq": "1"}), set()),
-        (Features.build("GET", "/", headers={"Cookie": "a=Zq"}), {"cookies", "headers"}),
-        (Features.build("GET", "/", headers={"Cookie": "Zq=1"}), {"cookie_names", "headers"}),
+        (Features.build("GET", "/", headers={"Cookie": "a=Zq"}), {"cookies"}),  # the raw Cookie header is not `headers`
+        (Features.build("GET", "/", headers={"Cookie": "Zq=1"}), {"cookie_names"}),
+        (Features.build("GET", "/", headers={"Accept": "text/Zq"}), set()),  # a quiet header in its usual shape
+        (Features.build("GET", "/", headers={"Accept": "text/Zq'<"}), {"headers"}),  # ... and in an unusual one
         (Features.build("POST", "/", body="<x>Zq</x>", headers={"Content-Type": "text/xml"}), {"body"}),
         (Features.build("GET", "/", client="Zq"), {"client"}),
     ],
