@@ -1,9 +1,9 @@
 """Gateway benchmark: throughput and latency of clef-gateway against nginx and nginx + ModSecurity + CRS.
 
-    python bench/gateway.py [--duration 10] [--rounds 1] [--connections 32] [--rate-duration 10] [--quick]
+    python bench/gateway.py [--snapshot] [--rounds 3] [--duration 8] [--rate-fractions 0.25,0.5] [--quick]
 
 Starts real processes on loopback, in a temp dir, and ends every one of them when it finishes, fails or is
-interrupted: one nginx origin that answers 200 with a 1 KiB body, and in front of it
+interrupted (Ctrl-C, SIGTERM): one nginx origin that answers 200 with a 1 KiB body, and in front of it
 
     origin      the origin direct
     nginx       nginx as a reverse proxy (keep-alive upstream)
@@ -13,15 +13,19 @@ interrupted: one nginx origin that answers 200 with a 1 KiB body, and in front o
     clef-off    clef-gateway with decisions disabled (model.enabled: false; the rules decide every request)
     clef-proxy  clef-gateway with an allow-all operator override: no model, no rules, the proxy path alone
 
+clef-gateway runs as one process (it has no --workers option) in detect mode unless --enforce, so a request
+the model would block still goes the whole way to the origin; nginx runs one worker. --snapshot runs the
+gateway from a clean `git archive` of HEAD instead of the working tree (others' uncommitted edits).
+
 Each is loaded by wrk (closed loop: `--connections` connections, one wrk thread, for `--duration` seconds
 or `--max-requests` requests, whichever ends first) with GET and with a 1 KiB JSON POST; the same Lua
-request generator (50 realistic paths, a distinct query parameter per request) feeds every configuration.
-Then an open-loop asyncio client sends at a fixed rate, half of clef-cold's measured maximum, to the
-origin direct and through each proxy, for the added latency over the origin (latency counted from each
-request's scheduled send time, so a stall is not hidden). The load generator runs on the same machine
-and shares its CPU with the servers.
+request generator (bench/load.py: 50 realistic paths, a distinct query parameter per request) feeds every
+configuration, in `--rounds` interleaved rounds. Then an open-loop asyncio client sends at fixed rates
+(shares of clef-cold's measured maximum) to the origin direct and through each proxy, for the added latency
+over the origin (latency counted from each request's scheduled send time, so a stall is not hidden). The
+load generator runs on the same machine and shares its CPU with the servers: say so with every figure.
 
-Prints progress on stderr and a summary table on stdout; writes results JSON and a PNG chart.
+Prints progress on stderr and a summary table on stdout; writes gateway.json and gateway_throughput.png.
 Debian packages: nginx, libnginx-mod-http-modsecurity, modsecurity-crs, wrk.
 """
 
