@@ -11,9 +11,13 @@ A `cache` action goes to cached.serve (the edge response cache), which uses send
 to reach the origin. Every answer says what the edge cache did in `x-clef-cache` (BYPASS unless cached).
 
 Short-circuits: a `block` answers the route's block response without contacting the origin. Before the
-response starts, an unreachable origin raises UpstreamError (502), a silent one UpstreamTimeout (504), a
-chunked body that runs past `limits.max_body_bytes` PayloadTooLarge (413). Once the first byte has gone
-to the client a failure can only cut the connection: it is recorded on `ex.error` for the log.
+response starts, an unreachable origin raises UpstreamError (502), a silent one UpstreamTimeout (504), an
+origin marked down by its passive health (origin_health.py) UpstreamDown (502) without being tried, a
+chunked body that runs past `limits.max_body_bytes` PayloadTooLarge (413), a client too slow with its body
+RequestTimeout (408; the origin then sees a cut request, never a complete one). Once the first byte has
+gone to the client a failure can only cut the connection: it is recorded on `ex.error` for the log.
+
+Error messages name the failure, never the request: aiohttp's own messages can carry the URL and its query.
 """
 
 from __future__ import annotations
@@ -27,7 +31,15 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from gateway import cached, hops
-from gateway.errors import SERVER, ClientGone, PayloadTooLarge, UpstreamError, UpstreamTimeout
+from gateway.errors import (
+    SERVER,
+    ClientGone,
+    GatewayError,
+    PayloadTooLarge,
+    UpstreamDown,
+    UpstreamError,
+    UpstreamTimeout,
+)
 
 if TYPE_CHECKING:
     from gateway.exchange import Exchange
@@ -77,6 +89,10 @@ def outgoing(ex: Exchange) -> CIMultiDict[str]:
 async def send(ex: Exchange, headers: CIMultiDict[str]) -> aiohttp.ClientResponse:
     """The request to the origin, up to its response headers; the body is the client's, streamed."""
     request, origin = ex.request, ex.config.origin
+    health = ex.origin
+    if health is not None and health.down():
+        raise UpstreamDown(f"origin marked down after {health.failures} failures in a row; "
+                           f"trying again in {health.retry_in():.1f}s")  # fmt: skip
     sent = ex.clock()
     try:
         upstream = await ex.session.request(
@@ -87,18 +103,33 @@ async def send(ex: Exchange, headers: CIMultiDict[str]) -> aiohttp.ClientRespons
             allow_redirects=False,
             skip_auto_headers=SKIP_AUTO_HEADERS,
         )
-    except asyncio.TimeoutError:  # aiohttp's connect and read timeouts are TimeoutErrors too
-        raise UpstreamTimeout(
-            f"origin timed out (connect {origin.connect_timeout_s:g}s, silence {origin.timeout_s:g}s)"
-        ) from None
-    except aiohttp.ClientError as err:
+    except (asyncio.TimeoutError, aiohttp.ClientError) as err:
+        if ex.body_error is not None:  # the client's body failed, inside aiohttp's writer: not the origin's fault
+            raise ex.body_error from None
         limit = ex.config.limits.max_body_bytes
         if limit is not None and ex.bytes_in > limit:
             raise PayloadTooLarge(f"request body exceeds limits.max_body_bytes ({limit})") from None
-        raise UpstreamError(f"origin unreachable: {err}") from None
+        if isinstance(err, asyncio.TimeoutError):  # aiohttp's connect and read timeouts are TimeoutErrors too
+            failed: UpstreamError = UpstreamTimeout(
+                f"origin timed out (connect {origin.connect_timeout_s:g}s, silence {origin.timeout_s:g}s)"
+            )
+        else:
+            failed = UpstreamError(f"origin unreachable: {describe(err)}")
+        if health is not None:
+            health.failure(failed.message)
+        raise failed from None
     ex.upstream_s = ex.clock() - sent
     ex.upstream_status = upstream.status
     return upstream
+
+
+def describe(err: BaseException) -> str:
+    """What went wrong, without the URL: str() of aiohttp's response errors includes it, query and all."""
+    if isinstance(err, aiohttp.ClientResponseError):
+        return f"{type(err).__name__}: {err.message}"
+    if isinstance(err, aiohttp.InvalidURL):
+        return type(err).__name__
+    return f"{type(err).__name__}: {err}"[:200]
 
 
 def release(ex: Exchange, upstream: aiohttp.ClientResponse) -> None:
@@ -106,21 +137,29 @@ def release(ex: Exchange, upstream: aiohttp.ClientResponse) -> None:
         upstream.close()
     else:
         upstream.release()
+        if ex.origin is not None:  # a whole answer: only now is the origin known to be well (not at its headers)
+            ex.origin.success()
 
 
 async def body(ex: Exchange) -> AsyncIterator[bytes]:
-    """The inspected prefix, then the rest of the client's stream, counted against the body limit."""
+    """The inspected prefix, then the rest of the client's stream, counted against the body limit and
+    read within the body's time limits. What stops it is raised inside aiohttp's writer, which wraps it
+    and cuts the request to the origin; send() finds the cause on `ex.body_error`."""
     limit = ex.config.limits.max_body_bytes
     head = ex.features.body
     ex.bytes_in = len(head)
     if head:
         yield head
-    async for chunk in ex.request.content.iter_any():
-        ex.bytes_in += len(chunk)
-        if limit is not None and ex.bytes_in > limit:
-            # Raised inside aiohttp's writer, which wraps it; forward() tells it apart by the count.
-            raise PayloadTooLarge(f"request body exceeds limits.max_body_bytes ({limit})")
-        yield chunk
+    stream, deadline = ex.request.content, ex.deadline
+    try:
+        while chunk := await (deadline.read(stream) if deadline is not None else stream.readany()):
+            ex.bytes_in += len(chunk)
+            if limit is not None and ex.bytes_in > limit:
+                raise PayloadTooLarge(f"request body exceeds limits.max_body_bytes ({limit})")
+            yield chunk
+    except GatewayError as err:
+        ex.body_error = err
+        raise
 
 
 async def relay(
@@ -142,7 +181,9 @@ async def relay(
             ex.error = UpstreamTimeout("origin went silent mid-response")
             return cut(ex, response)
         except aiohttp.ClientError as err:
-            ex.error = UpstreamError(f"origin failed mid-response: {err}")
+            ex.error = UpstreamError(f"origin failed mid-response: {describe(err)}")
+            if ex.origin is not None:
+                ex.origin.failure(ex.error.message)
             return cut(ex, response)
         if not chunk:
             break

@@ -1,10 +1,12 @@
 """Wiring: build_app(config) for the proxy listener, build_admin_app(config, proxy) for the admin one.
 
 The long-lived objects are made once, in cleanup_ctx, and closed on shutdown: one HTTP client session
-towards the origin and one Decider (its model, cache and breaker inside). The edge response cache and the
-metrics hold no connections or threads, so they are made with the app itself. The admin app owns nothing:
-it reads the proxy app's Decider, metrics and edge cache, so both listeners see the same state, and nothing
-on the admin listener is reachable through the proxy's (every path there goes to the origin).
+towards the origin and one Decider (its model, cache and breaker inside), kept in a Holder (holder.py)
+with the config it was built from, so that `reload()` can swap both whole. The edge response cache, the
+origin's passive health and the metrics hold no connections or threads, so they are made with the app
+itself. The admin app owns nothing: it reads the proxy app's Holder, metrics, edge cache and origin
+health, so both listeners see the same state, and nothing on the admin listener is reachable through the
+proxy's (every path there goes to the origin).
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ from typing import Any, AsyncIterator, Callable
 import aiohttp
 from aiohttp import web
 
-from gateway import admin
+from gateway import admin, holder, observe
 from gateway.config import Config
 from gateway.edgecache import EdgeCache
-from gateway.errors import ConfigError
-from gateway.exchange import CLOCK, CONFIG, DECIDER, EDGE, METRICS, SESSION
+from gateway.errors import ConfigError, GatewayError
+from gateway.exchange import CLOCK, CONFIG, EDGE, HOLDER, METRICS, ORIGIN, SESSION
+from gateway.holder import Holder
 from gateway.metrics import Metrics
+from gateway.origin_health import OriginHealth
 from gateway.pipeline import handle
 
 log = logging.getLogger("clef.gateway")
@@ -34,27 +38,59 @@ def build_app(config: Config, clock: Callable[[], float] | None = None, model: A
     """The proxy. `clock` drives the engine's cache and breaker and the edge cache's ages (tests advance a
     fake one); `model` replaces the bundle's model (tests use it to reach faults)."""
     config.require_origin()
-    limits = config.limits
-    app = web.Application(
-        handler_args={
-            "max_line_size": limits.max_line_bytes,
-            "max_field_size": limits.max_field_bytes,
-            "max_headers": limits.max_headers,
-        }
-    )
+    app = web.Application(handler_args=handler_args(config), middlewares=[every_target])
     app[CONFIG] = config
     app[CLOCK] = time.perf_counter
+    app[HOLDER] = Holder(config, clock=clock)
     responses = config.cache.responses
     app[EDGE] = EdgeCache(responses, clock=clock) if responses.enabled else None
-    app[METRICS] = Metrics(config, lambda: app.get(DECIDER), app[EDGE])
+    app[ORIGIN] = OriginHealth(config.origin.fail_threshold, config.origin.down_for_s, clock=clock)
+    app[METRICS] = Metrics(config, lambda: app[HOLDER].decider, app[EDGE], app[ORIGIN])
     app.cleanup_ctx.append(_client_session)
     app.cleanup_ctx.append(lambda app: _decider(app, clock, model))
     app.router.add_route("*", "/{tail:.*}", handle)
     return app
 
 
+def handler_args(config: Config) -> dict[str, Any]:
+    """aiohttp's parser limits and keep-alive timer, for either listener."""
+    limits = config.limits
+    return {
+        "max_line_size": limits.max_line_bytes,
+        "max_field_size": limits.max_field_bytes,
+        "max_headers": limits.max_headers,
+        "keepalive_timeout": limits.idle_timeout_s,
+    }
+
+
+@web.middleware
+async def every_target(request: web.Request, handler: Any) -> web.StreamResponse:
+    """The router answers what it cannot match (CONNECT's authority-form, OPTIONS *) with a 404 of its own;
+    those too must go through handle(), to be refused and logged like any other request."""
+    if request.match_info.http_exception is not None:
+        return await handle(request)
+    return await handler(request)
+
+
 def build_admin_app(config: Config, proxy: web.Application) -> web.Application:
-    return admin.build(config, lambda: proxy.get(DECIDER), metrics=proxy[METRICS], edge=proxy[EDGE])
+    state = proxy[HOLDER]
+    return admin.build(lambda: state.config, lambda: state.decider, metrics=proxy[METRICS], edge=proxy[EDGE],
+                       origin=proxy[ORIGIN], clock=state.clock)  # fmt: skip
+
+
+def refusals(app: web.Application) -> Callable[[GatewayError, str], None]:
+    """What protocol.py calls for a request it refused before the pipeline: the log line and the counts."""
+    return lambda err, client: observe.refused(app[HOLDER].config, app[METRICS], err, client)
+
+
+async def reload(app: web.Application, config: Config, model: Any = None) -> bool:
+    """SIGHUP: the new config's engine built, checked and warmed, then swapped in (holder.reload)."""
+    state: Holder = app[HOLDER]
+    if not await holder.reload(state, config, lambda c: create_decider(c, state.clock, model)):
+        return False
+    app[ORIGIN].configure(config.origin.fail_threshold, config.origin.down_for_s)
+    app[METRICS].configured(config, state.current.number)
+    return True
 
 
 async def _client_session(app: web.Application) -> AsyncIterator[None]:
@@ -82,13 +118,14 @@ async def _decider(app: web.Application, clock: Callable[[], float] | None, mode
     config = app[CONFIG]
     # Loading the bundle reads and warms a model: off the event loop
     decider = await asyncio.to_thread(create_decider, config, clock, model)
-    app[DECIDER] = decider
+    state: Holder = app[HOLDER]
+    state.current.decider = decider
     await decider.start()  # a Redis shared cache, if set, is checked once (it never stops the start)
     health = decider.health()
     if health["status"] != "ok":
         log.error("engine: %s", health.get("reason", "unavailable"))
     yield
-    await decider.close()
+    await state.close()  # this decider, and a retired one whose last requests were cut by the shutdown
 
 
 def create_decider(config: Config, clock: Callable[[], float] | None = None, model: Any = None) -> Any:

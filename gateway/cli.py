@@ -5,8 +5,13 @@
     clef-gateway check-config FILE
 
 Settings come from the config file (--config, or CLEF_CONFIG), then the environment (CLEF_ORIGIN,
-CLEF_LISTEN, CLEF_ADMIN, CLEF_MODEL_BUNDLE, CLEF_MODE, CLEF_LOG_LEVEL, CLEF_REDIS_URL), then the flags. A
-config error prints one line naming the full key and exits 2; an address that cannot be bound exits 1.
+CLEF_LISTEN, CLEF_ADMIN, CLEF_MODEL_BUNDLE, CLEF_MODE, CLEF_LOG_LEVEL, CLEF_REDIS_URL, CLEF_ADMIN_TOKEN),
+then the flags. A config error prints one line naming the full key and exits 2; an address that cannot be
+bound exits 1.
+
+Signals, while serving: SIGHUP reads the settings again the same way and reloads (config, rules, model
+bundle; refused with a log line, the running set kept, when they do not load). SIGTERM or SIGINT stops
+accepting, lets requests in flight finish for up to shutdown.grace_s, and exits 0.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import logging
 import os
 import signal
 import sys
-from typing import Any
+from typing import Any, Callable
 
 from gateway import config as configs
 from gateway.config import Config
@@ -25,6 +30,7 @@ from gateway.errors import ConfigError
 from gateway.server import ListenError, running
 
 EXIT_CONFIG = 2
+log = logging.getLogger("clef.gateway")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,11 +96,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     config = load(args)
     config.require_origin()
     setup_logging(config)
-    asyncio.run(_serve(config))
+    asyncio.run(_serve(config, args))
     return 0
 
 
-async def _serve(config: Config) -> None:
+async def _serve(config: Config, args: argparse.Namespace | None = None) -> None:
     stop = stop_on_signals()  # first: a SIGTERM while the model loads still ends the process cleanly
     async with running(config) as gw:
         model = gw.decider.health().get("model") or {}
@@ -104,7 +110,36 @@ async def _serve(config: Config) -> None:
             file=sys.stderr,
             flush=True,
         )
+        if args is not None:
+            reload_on_sighup(lambda: load(args), gw)
         await stop.wait()
+        log.info("stopping: no new connections; up to %gs for requests in flight", config.shutdown.grace_s)
+
+
+def reload_on_sighup(settings: Callable[[], Config], gw: Any) -> None:
+    """SIGHUP: load the settings again and reload; one at a time (a second SIGHUP meanwhile waits its turn)."""
+    loop = asyncio.get_running_loop()
+    lock = asyncio.Lock()
+    tasks: set[asyncio.Task] = set()
+
+    async def reload() -> None:
+        async with lock:
+            try:
+                config = settings()
+            except ConfigError as err:
+                log.error("reload refused, the running config stays: %s", err.message)
+                return
+            await gw.reload(config)
+
+    def on_hup() -> None:
+        task = loop.create_task(reload())
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    try:
+        loop.add_signal_handler(signal.SIGHUP, on_hup)
+    except (NotImplementedError, RuntimeError, AttributeError):  # no SIGHUP on this platform
+        pass
 
 
 def stop_on_signals() -> asyncio.Event:

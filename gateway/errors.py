@@ -13,7 +13,9 @@ The engine's own EngineError is caught inside Decider.decide(): a client never s
 Every answer the gateway makes itself says so: `Server: clef-gateway` and `x-clef-error: <kind>`, so a
 client (or an operator reading a capture) can tell our 502 from the origin's. Its body is one short line
 and never echoes request data. An error whose request may still have unread or ambiguous bytes on the
-connection (`closes`) also closes it, so those bytes can never be read as a next request.
+connection (`closes`) also closes it, so those bytes can never be read as a next request; unless it
+`lingers`, the connection closes as soon as the answer is written, without first reading and discarding
+the rest of the body (pointless for a framing the gateway cannot trust or a client that stopped sending).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class GatewayError(Exception):
     status = 500
     kind = "internal"
     closes = False  # close the client's connection after this answer
+    lingers = True  # before closing, read and drop what the client still sends, so it sees the answer
     retry_after: float | None = None  # seconds, sent as Retry-After (503, 429)
 
     def __init__(self, message: str = "", status: int | None = None, retry_after: float | None = None):
@@ -91,6 +94,7 @@ class ClientError(GatewayError):
     status = 400
     kind = "bad_request"
     closes = True  # its body may be unread, or its framing was the problem
+    lingers = False
 
 
 class Unauthorized(ClientError):
@@ -114,6 +118,7 @@ class RequestTimeout(ClientError):
 class PayloadTooLarge(ClientError):
     status = 413
     kind = "payload_too_large"
+    lingers = True  # the client may still be uploading: let it see the 413 rather than a reset
 
 
 class HeadersTooLarge(ClientError):
@@ -161,6 +166,7 @@ class Overloaded(GatewayError):
     status = 503
     kind = "overloaded"
     closes = True  # fewer open connections is the point; its body is never read
+    lingers = False
 
 
 class ClientGone(GatewayError):

@@ -4,6 +4,9 @@ handle() fills it in order: features, verdict, action, headers, response (or err
 stamped with the clock when it is set, so observe can say how long deciding took without the phases
 timing themselves. act adds what only it knows: when and how the origin answered, what the edge cache did
 and how many bytes went by.
+
+The config and decider come from the app's Holder, once, at begin(): a reload while the request is in
+flight does not change them under it, and `finish()` tells the Holder the request is done.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ if TYPE_CHECKING:
     from gateway.annotate import Annotations
     from gateway.errors import GatewayError
 
-CONFIG: web.AppKey[Config] = web.AppKey("clef_config", Config)
-DECIDER: web.AppKey[Any] = web.AppKey("clef_decider", object)  # engine.decide.Decider, once started
+CONFIG: web.AppKey[Config] = web.AppKey("clef_config", Config)  # the config the app was built with
+HOLDER: web.AppKey[Any] = web.AppKey("clef_holder", object)  # gateway.holder.Holder: the current config and decider
+ORIGIN: web.AppKey[Any] = web.AppKey("clef_origin_health", object)  # gateway.origin_health.OriginHealth
 SESSION: web.AppKey[ClientSession] = web.AppKey("clef_session", ClientSession)
 CLOCK: web.AppKey[Callable[[], float]] = web.AppKey("clef_clock", object)
 EDGE: web.AppKey[Any] = web.AppKey("clef_edge_cache", object)  # gateway.edgecache.EdgeCache, or None when off
@@ -42,6 +46,10 @@ class Exchange:
     clock: Callable[[], float] = time.perf_counter
     edge: Any = None  # the edge response cache, for `cache` actions
     metrics: Any = None
+    origin: Any = None  # the origin's passive health, asked before and told after each attempt
+    holder: Any = None
+    generation: Any = None  # the Holder's Generation this request entered with
+    deadline: Any = None  # parse.Deadline: the body's time limits, from its first byte to its last
     stamps: dict[str, float] = field(default_factory=dict)  # set by __init__, before any stamped field
     started: float = 0.0
     route: Route | None = None
@@ -56,6 +64,7 @@ class Exchange:
     cache_status: str = "BYPASS"  # what the edge cache did: HIT, MISS, EXPIRED, REVALIDATED, STALE, BYPASS
     bytes_in: int = 0  # request body bytes read from the client
     bytes_out: int = 0  # response body bytes written to the client
+    body_error: GatewayError | None = None  # what stopped the client's body while it streamed to the origin
 
     def __init__(
         self, request: web.Request, config: Config, decider: Any, session: ClientSession | None,
@@ -72,19 +81,34 @@ class Exchange:
     @classmethod
     def begin(cls, request: web.Request) -> "Exchange":
         app = request.app
-        config = app[CONFIG]
+        holder = app.get(HOLDER)
+        generation = holder.enter() if holder is not None else None
+        config = generation.config if generation is not None else app[CONFIG]
         clock = app.get(CLOCK, time.perf_counter)
         return cls(
             request=request,
             config=config,
-            decider=app.get(DECIDER),
+            decider=generation.decider if generation is not None else None,
             session=app.get(SESSION),
             clock=clock,
             edge=app.get(EDGE),
             metrics=app.get(METRICS),
+            origin=app.get(ORIGIN),
+            holder=holder,
+            generation=generation,
             route=config.route(request.raw_path.partition("?")[0]),
             started=clock(),
         )
+
+    def retarget(self, request: web.Request) -> None:
+        """The same request with its target rewritten (absolute-form to origin-form): route it again."""
+        self.request = request
+        self.route = self.config.route(request.raw_path.partition("?")[0])
+
+    def finish(self) -> None:
+        if self.generation is not None:
+            self.holder.leave(self.generation)
+            self.generation = None
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)

@@ -20,6 +20,10 @@ count themselves, which is read, not copied on every request.
     clef_edge_cache_bytes, clef_edge_cache_entries, clef_edge_cache_evictions_total,
     clef_edge_cache_served_bytes_total
     clef_upstream_responses_total{status}, clef_upstream_seconds
+    clef_errors_total{kind} (every answer the gateway made itself: x-clef-error), clef_refused_total{kind}
+    (refused before the pipeline: parse errors, slow heads, connections over the limit)
+    clef_origin_up (1 up, 0 marked down by passive health), clef_origin_failures (in a row),
+    clef_origin_marked_down_total, clef_config_generation (1, then +1 per reload)
 """
 
 from __future__ import annotations
@@ -92,7 +96,9 @@ class Buckets:
 
 
 class Metrics:
-    def __init__(self, config: Config, decider: Callable[[], Any], edge: EdgeCache | None = None):
+    def __init__(
+        self, config: Config, decider: Callable[[], Any], edge: EdgeCache | None = None, origin: Any = None
+    ) -> None:
         self.decisions = Tally("clef_decisions", "Requests decided, by label, source and action taken",
                                ("label", "source", "action"))  # fmt: skip
         self.decision_seconds = Buckets("clef_decision_seconds", "Time to decide a request, by source", LATENCY,
@@ -105,16 +111,32 @@ class Metrics:
         self.request_seconds = Buckets("clef_request_seconds", "Time from the request to its answer", LATENCY)
         self.edge_status = Tally("clef_edge_cache_requests", "Requests by what the edge cache did (x-clef-cache)",
                                  ("status",))  # fmt: skip
+        self.errors = Tally("clef_errors", "Answers the gateway made itself, by kind (x-clef-error)", ("kind",))
+        self.refusals = Tally("clef_refused", "Refused before the pipeline: parse errors, slow heads, connections "
+                              "over the limit", ("kind",))  # fmt: skip
         self.started = 0
         self.finished = 0
-        self.config_hash = hashlib.sha256(repr(config).encode()).hexdigest()[:16]
+        self.generation = 1
+        self.configured(config)
+        self.origin = origin
         self._decider = decider
         self._batches: Any = None  # the batcher's recent batch sizes, found once the engine is up
         self.registry = CollectorRegistry(auto_describe=True)
         self.registry.register(_State(self, decider, edge))
 
+    def configured(self, config: Config, generation: int = 1) -> None:
+        """The config in force: at start, and again after each reload."""
+        self.config_hash = hashlib.sha256(repr(config).encode()).hexdigest()[:16]
+        self.generation = generation
+        self._batches = None  # a reload brings a new model and batcher: find its batch sizes again
+
     def begin(self) -> None:
         self.started += 1
+
+    def refused(self, err: Any) -> None:
+        self.requests.inc(err.status)
+        self.errors.inc(err.kind)
+        self.refusals.inc(err.kind)
 
     def observe(self, ex: Exchange) -> None:
         self.finished += 1
@@ -131,6 +153,8 @@ class Metrics:
             if ex.upstream_s is not None:
                 self.upstream_seconds.observe(ex.upstream_s)
         self.requests.inc(ex.status)
+        if ex.error is not None:
+            self.errors.inc(ex.error.kind)
         self.edge_status.inc(ex.cache_status)
         self.request_seconds.observe(ex.clock() - ex.started)
         if self._batches:
@@ -158,7 +182,8 @@ class Metrics:
 
     def families(self) -> Iterator[Metric]:
         for metric in (self.requests, self.request_seconds, self.decisions, self.decision_seconds, self.tokens,
-                       self.batch, self.upstream, self.upstream_seconds, self.edge_status):  # fmt: skip
+                       self.batch, self.upstream, self.upstream_seconds, self.edge_status, self.errors,
+                       self.refusals):  # fmt: skip
             yield metric.family()
 
 
@@ -176,6 +201,13 @@ class _State:
         yield from m.families()
         yield GaugeMetricFamily("clef_requests_in_flight", "Requests being handled", value=m.started - m.finished)
         yield InfoMetricFamily("clef_config", "The loaded config", value={"hash": m.config_hash})
+        yield GaugeMetricFamily("clef_config_generation", "1 at start, +1 per reload", value=m.generation)
+        if m.origin is not None:
+            yield GaugeMetricFamily("clef_origin_up", "1 up, 0 marked down by passive health",
+                                    value=0 if m.origin.down() else 1)  # fmt: skip
+            yield GaugeMetricFamily("clef_origin_failures", "Origin failures in a row", value=m.origin.failures)
+            yield CounterMetricFamily("clef_origin_marked_down", "Times the origin was marked down",
+                                      value=m.origin.marked_down)  # fmt: skip
         decider = self.decider()
         if decider is not None:
             yield from self.engine(decider)

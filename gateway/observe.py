@@ -15,6 +15,12 @@ upstream_ms, total_ms, and error when one occurred. Never a body.
 Sampling: `logging.sample_allowed` of the requests let through are logged; blocks, detect-mode blocks
 and errors always are.
 
+`refused()` writes the same line, with what is known (client, status, error), for what never became a
+request the pipeline saw: a head aiohttp's parser rejected, a slowloris head, a connection over the limit.
+
+What never appears: a body, a query (unless asked for), a header value. Error messages are the gateway's
+own sentences; none quotes request bytes.
+
 Short-circuits: nothing; it runs last, in handle()'s finally.
 """
 
@@ -27,6 +33,8 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from gateway.config import Config
+    from gateway.errors import GatewayError
     from gateway.exchange import Exchange
 
 log = logging.getLogger("clef.access")
@@ -53,6 +61,24 @@ def record(ex: Exchange) -> None:
         errors.exception("could not write the access log line")
 
 
+def refused(config: Config, metrics: Any, err: GatewayError, client: str) -> None:
+    """The line and the counts for a refusal made before the pipeline (gateway/protocol.py)."""
+    if metrics is not None:
+        try:
+            metrics.refused(err)
+        except Exception:
+            errors.exception("could not record the metrics")
+    if not config.logging.access_log or not log.isEnabledFor(logging.INFO):
+        return
+    line: dict[str, Any] = dict.fromkeys(FIELDS)
+    line.update(time=_now(), client=client, status=err.status, bytes_in=0, bytes_out=0, features=[],
+                error={"type": err.kind, "message": err.message})  # fmt: skip
+    try:
+        log.info(json.dumps(line, separators=(",", ":"), ensure_ascii=False))
+    except Exception:
+        errors.exception("could not write the access log line")
+
+
 def sampled(ex: Exchange, share: float) -> bool:
     """Blocks (enforced or detected) and errors are always logged; the rest at `share`."""
     if share >= 1.0 or ex.error is not None or ex.status >= 500:
@@ -65,7 +91,7 @@ def sampled(ex: Exchange, share: float) -> bool:
 def entry(ex: Exchange, log_query: bool = False) -> dict[str, Any]:
     request, verdict, action = ex.request, ex.verdict, ex.action
     line: dict[str, Any] = {
-        "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "time": _now(),
         "client": request.remote or "",
         "method": request.method,
         "path": request.raw_path if log_query else request.raw_path.partition("?")[0],
@@ -93,6 +119,15 @@ def entry(ex: Exchange, log_query: bool = False) -> dict[str, Any]:
     if ex.error is not None:
         line["error"] = {"type": ex.error.kind, "message": ex.error.message}
     return line
+
+
+FIELDS = ("time", "client", "method", "path", "status", "bytes_in", "bytes_out", "decision", "confidence",
+          "features", "source", "model", "tokens", "action", "intended", "mode", "route", "cache", "decision_ms",
+          "upstream_status", "upstream_ms", "total_ms")  # fmt: skip
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _length(ex: Exchange) -> int:

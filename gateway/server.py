@@ -1,8 +1,13 @@
 """Running the gateway: the proxy and admin listeners, started together and stopped together.
 
 `running(config)` is an async context manager: on entry the engine is loaded and both listeners accept
-connections (port 0 picks a free port; the URLs say which); on exit both stop and the engine closes. The
-CLI's `serve` and `demo` use it, and so do tests that need real sockets on both addresses.
+connections (port 0 picks a free port; the URLs say which); on exit the proxy listener stops accepting,
+requests in flight get up to `shutdown.grace_s` to finish, then the engine closes and the admin listener
+stops. `Running.reload(config)` swaps in a new config and engine (SIGHUP). The CLI's `serve` and `demo`
+use it, and so do tests that need real sockets on both addresses.
+
+Both listeners run on protocol.GatewayRunner: aiohttp's, with the connection limits, the slow-client
+timeouts and refusals that say nothing about the request (gateway/protocol.py).
 """
 
 from __future__ import annotations
@@ -13,34 +18,50 @@ from typing import Any, AsyncIterator, Callable
 
 from aiohttp import web
 
-from gateway.app import build_admin_app, build_app
+from gateway import app as apps
 from gateway.config import Address, Config
-from gateway.exchange import DECIDER
+from gateway.exchange import HOLDER
+from gateway.protocol import GatewayRunner
 
 
 @dataclass(frozen=True)
 class Running:
     proxy_url: str
     admin_url: str
-    decider: Any
+    app: web.Application
+    model: Any = None  # what tests injected; reloads use it too
+
+    @property
+    def decider(self) -> Any:
+        return self.app[HOLDER].decider
+
+    @property
+    def config(self) -> Config:
+        return self.app[HOLDER].config
+
+    async def reload(self, config: Config) -> bool:
+        """True when `config` is in force; False (logged) when it was refused and the running one stays."""
+        return await apps.reload(self.app, config, self.model)
 
 
 @asynccontextmanager
 async def running(
     config: Config, clock: Callable[[], float] | None = None, model: Any = None
 ) -> AsyncIterator[Running]:
-    proxy = build_app(config, clock=clock, model=model)
-    proxy_runner = web.AppRunner(proxy, access_log=None)  # observe writes our own access log
-    admin_runner = web.AppRunner(build_admin_app(config, proxy), access_log=None)
+    proxy = apps.build_app(config, clock=clock, model=model)
+    grace = config.shutdown.grace_s
+    proxy_runner = GatewayRunner(proxy, config.limits, apps.refusals(proxy), access_log=None, shutdown_timeout=grace)
+    admin_runner = GatewayRunner(apps.build_admin_app(config, proxy), config.limits, access_log=None,
+                                 shutdown_timeout=min(grace, 5.0), **apps.handler_args(config))  # fmt: skip
     await proxy_runner.setup()  # loads the engine
     try:
         await admin_runner.setup()
         proxy_url = await _listen(proxy_runner, config.listen)
         admin_url = await _listen(admin_runner, config.admin.listen)
-        yield Running(proxy_url, admin_url, proxy[DECIDER])
+        yield Running(proxy_url, admin_url, proxy, model)
     finally:
+        await proxy_runner.cleanup()  # stop accepting, drain, close the engine; the admin answers meanwhile
         await admin_runner.cleanup()
-        await proxy_runner.cleanup()
 
 
 async def _listen(runner: web.AppRunner, address: Address) -> str:

@@ -1,5 +1,6 @@
 """The gateway under test: the proxy and admin apps on loopback, in front of the recording origin,
-with the real rules and the real default model bundle unless a test passes a fake to reach a fault."""
+with the real rules and the real default model bundle unless a test passes a fake to reach a fault.
+Both listen through the gateway's own connection handling (protocol.GatewayRunner), as in production."""
 
 from __future__ import annotations
 
@@ -11,12 +12,25 @@ from typing import Any, Callable
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestClient
+from aiohttp.test_utils import TestClient, TestServer
 
-from gateway.app import build_admin_app, build_app
+from gateway.app import build_admin_app, build_app, refusals
 from gateway.config import Config
-from gateway.exchange import DECIDER
+from gateway.exchange import HOLDER
+from gateway.protocol import GatewayRunner
 from tests.factories import make_config
+
+
+class GatewayTestServer(TestServer):
+    """aiohttp's TestServer on the gateway's runner: the same limits, timeouts and refusals as serving."""
+
+    def __init__(self, app: web.Application, config: Config, log_refusals: bool = True, **kwargs: Any):
+        super().__init__(app, **kwargs)
+        self.config, self.log_refusals = config, log_refusals
+
+    async def _make_runner(self, **kwargs: Any) -> GatewayRunner:
+        on_refusal = refusals(self.app) if self.log_refusals else None
+        return GatewayRunner(self.app, self.config.limits, on_refusal, **kwargs)
 
 
 @dataclass
@@ -28,7 +42,7 @@ class Gateway:
 
     @property
     def decider(self) -> Any:
-        return self.app[DECIDER]
+        return self.app[HOLDER].decider
 
 
 @functools.cache
@@ -61,8 +75,8 @@ def make_gateway(aiohttp_client, upstream, real_model) -> Callable[..., Any]:
         if model is None and not load_bundle:
             model = real_model()
         app = build_app(config, clock=clock, model=model)
-        proxy = await aiohttp_client(app)
-        admin = await aiohttp_client(build_admin_app(config, app))
+        proxy = await aiohttp_client(GatewayTestServer(app, config))
+        admin = await aiohttp_client(GatewayTestServer(build_admin_app(config, app), config, log_refusals=False))
         return Gateway(proxy, admin, config, app)
 
     return make
