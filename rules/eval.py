@@ -1,8 +1,8 @@
 """Measure a ruleset on labelled data: `python -m rules.eval --data FILE.jsonl [--limit N]`.
 
 Input, one of:
-  --data FILE      request-shaped JSONL: method, path, query, headers (dict or list of pairs), body,
-                   label, attack_class. A label other than benign/cache/origin/allow counts as an attack.
+  --data FILE      request-shaped JSONL: method, path, query, headers (dict or list of pairs), body (or
+                   body_b64 for binary bodies), label, attack_class. A label other than benign/cache/origin/allow counts as an attack.
   --payloads FILE  payload JSONL (../shared/data/payloads*.jsonl, benign_api.jsonl): each value is
                    embedded in a request by its `context` (param → query value, path, header:<Name>,
                    body, url, header lines, raw request, upload, graphql, token).
@@ -15,6 +15,7 @@ Output (stdout): per-class TPR, overall TPR, FPR, median/p99 evaluation time; a 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import random
 import statistics
@@ -37,6 +38,15 @@ def read_jsonl(path: str) -> Iterator[dict]:
                 yield json.loads(line)
 
 
+def _features(rec: dict) -> Features:
+    """Features.from_record, plus `body_b64` (binary bodies, such as multipart uploads, stored as base64)."""
+    if rec.get("body_b64") and not rec.get("body"):
+        raw = base64.b64decode(rec["body_b64"])
+        f = Features.from_record({**rec, "body": ""})
+        return Features.build(f.method, f.path, f.query, f.headers, raw)
+    return Features.from_record(rec)
+
+
 def samples(args: argparse.Namespace) -> Iterator[tuple[Features, bool, str, str]]:
     """(features, is_attack, class, a short description) for every record of the chosen input."""
     if args.data:
@@ -44,7 +54,7 @@ def samples(args: argparse.Namespace) -> Iterator[tuple[Features, bool, str, str
             attack = str(rec.get("label", "benign")).lower() not in BENIGN_LABELS
             cls = (rec.get("attack_class") or "unknown") if attack else "benign"
             desc = f"{rec.get('method', 'GET')} {rec.get('path', '/')}?{rec.get('query', '')}"
-            yield Features.from_record(rec), attack, cls, desc
+            yield _features(rec), attack, cls, desc
     elif args.payloads:
         for rec in read_jsonl(args.payloads):
             attack = str(rec.get("label", "benign")).lower() not in BENIGN_LABELS

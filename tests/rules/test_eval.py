@@ -1,5 +1,6 @@
 """rules/eval.py and rules/embed.py: the measuring CLI on tiny hand-written files."""
 
+import base64
 import json
 
 import pytest
@@ -26,13 +27,18 @@ def test_data_mode_counts_labels_and_classes(tmp_path, capsys):
         {"method": "GET", "path": "/logo.png", "headers": {"Accept": "*/*"}, "label": "cache"},
         {"method": "POST", "path": "/a", "body": "name=O%27Brien", "label": "origin"},
         {"method": "GET", "path": "/p", "query": "id=5", "label": "block", "attack_class": None},  # missed, unknown
+        {"method": "POST", "path": "/up", "headers": [["Content-Type", "multipart/form-data; boundary=B"]],
+         "body_b64": base64.b64encode(b'--B\r\nContent-Disposition: form-data; name="f"; filename="a.php"\r\n\r\n'
+                                      b"<?php system($_GET['c']); ?>\r\n--B--\r\n").decode(),
+         "label": "block", "attack_class": "code_injection"},
     ]
     out = run_json(capsys, "--data", write_jsonl(tmp_path / "r.jsonl", records))
     assert out["classes"]["sqli"] == {"n": 1, "blocked": 1, "rate": 1.0}
     assert out["classes"]["xss"]["blocked"] == 1
     assert out["classes"]["unknown"] == {"n": 1, "blocked": 0, "rate": 0.0}
-    assert (out["attacks"], out["benign"]) == (3, 3)
-    assert out["tpr"] == round(2 / 3, 4) and out["fpr"] == 0.0
+    assert out["classes"]["code_injection"]["blocked"] == 1  # body_b64 is decoded
+    assert (out["attacks"], out["benign"]) == (4, 3)
+    assert out["tpr"] == 0.75 and out["fpr"] == 0.0
     assert out["median_ms"] > 0 and out["p99_ms"] >= out["median_ms"]
 
 
