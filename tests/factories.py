@@ -34,6 +34,20 @@ from gateway.exchange import CONFIG, Exchange
 MiB = 1 << 20
 
 
+def _interim_bundle() -> bool:
+    from engine import bundle as bundles
+
+    try:
+        return bundles.load().version.startswith("0.0.")
+    except Exception:  # a broken bundle fails the bundle tests, not this marker
+        return False
+
+
+# Tests that need the trained default model, not the interim smoke-trained bundle (versions 0.0.x):
+# skipped while that interim bundle is installed, run as soon as a trained one is.
+INTERIM_BUNDLE = __import__("pytest").mark.skipif(_interim_bundle(), reason="interim model bundle 0.0.x installed")
+
+
 class FakeClock:
     def __init__(self, start: float = 1000.0):
         self.now = start

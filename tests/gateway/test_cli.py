@@ -13,6 +13,7 @@ from pathlib import Path
 import aiohttp
 
 from gateway.cli import main
+from tests.factories import INTERIM_BUNDLE
 
 ROOT = Path(__file__).parents[2]
 EXAMPLE = ROOT / "deploy" / "gateway.example.yaml"
@@ -88,6 +89,7 @@ async def test_serve_proxies_until_terminated(upstream):
         assert await asyncio.wait_for(proc.wait(), 30) == 0
 
 
+@INTERIM_BUNDLE
 def test_demo_once_prints_the_table():
     done = subprocess.run(
         [*CLI, "demo", "--once", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0"],

