@@ -19,7 +19,7 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
-from engine.canonical import _quiet
+from engine.canonical import QUIET_HEADERS, QUIET_PREFIXES
 from engine.features import Features
 from engine.fields import Field, is_binary, printable_strings, request_fields, text_of
 
@@ -39,7 +39,7 @@ TARGETS = {
     "args_names": "query, form and JSON names",
     "uploads": "multipart file contents (printable strings of binary files)",
     "upload_names": "multipart file names",
-    "headers": "header values, except usual-shaped quiet ones (engine.canonical) and Cookie; `headers:<name>`: one header",
+    "headers": "header values, except quiet headers in their usual shape and Cookie; `headers:<name>`: one header",
     "header_names": "header names",
     "header_list": "all header names, lower case, one a line in order (duplicates, combinations)",
     "cookies": "cookie values",
@@ -58,6 +58,28 @@ LARGE_BODY_TARGETS = {  # content type → what a large body of that type stands
     "": ("body",),
 }
 MAX_BODY_CHARS = 1 << 21  # the gateway caps the body earlier; this only bounds a direct caller
+# a quiet header (engine.canonical's list) in one of these shapes carries nothing for attack rules; outside
+# them it is scanned like any header. Stricter than the canonical text's shape: `*`, `(`, quotes and the
+# like are what injections are made of, so they only pass where a header's grammar has them.
+_USUAL_DEFAULT = re.compile(r"[A-Za-z0-9 \t\-_.,;:=/+]{0,512}|\?[01]|\"[\w .,;()-]{0,64}\"")  # ?1 "Windows"
+_USUAL = {
+    "host": re.compile(r"[A-Za-z0-9.-]{1,253}(?::\d{1,5})?|\[[0-9A-Fa-f:.]+\](?::\d{1,5})?"),
+    "accept": re.compile(r"[A-Za-z0-9 \t\-_.,;:=/+*]{0,1024}"),
+    "if-none-match": re.compile(r"(?:W/)?\"[\w.+/=-]*\"(?:\s*,\s*(?:W/)?\"[\w.+/=-]*\")*|\*"),
+    "if-match": re.compile(r"(?:W/)?\"[\w.+/=-]*\"(?:\s*,\s*(?:W/)?\"[\w.+/=-]*\")*|\*"),
+    "sec-ch-ua": re.compile(r"(?:\"[\w .;()-]*\";v=\"[\d.]*\"(?:,\s*)?)*"),
+}
+_USUAL["accept-encoding"] = _USUAL["accept-language"] = _USUAL["accept-charset"] = _USUAL["accept"]
+
+
+def quiet(name: str, value: str) -> bool:
+    """A header the canonical text leaves out, in its usual shape (`name` lower case)."""
+    if name not in QUIET_HEADERS and not name.startswith(QUIET_PREFIXES):
+        return False
+    shape = _USUAL.get(name) or (_USUAL["sec-ch-ua"] if name.startswith("sec-ch-ua-full") else _USUAL_DEFAULT)
+    return shape.fullmatch(value) is not None
+
+
 _PLAIN = re.compile(r"[A-Za-z0-9_.:@-]{1,64}")
 _KEEP = re.compile(r"^\d{8,}$|^0x|localhost|loopback|^(?:Tzo|rO0AB|gASV)")  # plain, yet a rule reads it whole
 
@@ -134,9 +156,9 @@ def _field(b: _Builder, f: Field) -> None:
         if f.name:
             b.add(names, f.name, f.name, join_plain=True)
     elif f.kind == "header":
-        # `headers` skips what the canonical text skips (Host, Accept, ... in their usual shape) and the raw
+        # `headers` skips quiet headers in their usual shape (Host, Accept, X-Forwarded-For, ...) and the raw
         # Cookie header (its values are `cookies`): both are noise to attack rules. Named targets see all.
-        broad = f.name != "cookie" and not _quiet(f.name, f.value)
+        broad = f.name != "cookie" and not quiet(f.name, f.value)
         b.add(("headers", NAMED_PREFIX + f.name) if broad else (NAMED_PREFIX + f.name,), f.value, f.name)
         b.add(("header_names",), f.name, f.name)
     elif f.kind == "upload":

@@ -118,11 +118,13 @@ def sql_comments(s: str) -> str:
 
 def cmdline(s: str) -> str:
     """What a shell would run, close to CRS's cmdLine: drop `\\ " ' ^` (c'a't → cat), spaces before `/`
-    and `(`, `,` → space, whitespace compressed, lower case. Unlike CRS, `;` stays: it separates commands,
-    and rules look for a command right after a separator."""
+    and `(`, `,` and `+` → space, blanks compressed, lower case. Unlike CRS, `;` and line breaks (also
+    written `\\n`) stay: they separate commands, and rules look for a command right after a separator."""
+    if "\\" in s:  # payload lists write line breaks as \n: a shell would split the command there
+        s = s.replace("\\n", "\n").replace("\\r", "\r")
     s = s.translate(_CMD_DROP)
-    if "," in s:
-        s = s.replace(",", " ")
+    if "," in s or "+" in s:  # `+` too: lists write spaces as `+`, and no command word contains one
+        s = s.replace(",", " ").replace("+", " ")
     s = _CMD_SPACE_BEFORE.sub("", s)
     return _BLANK_RUN.sub(" ", s).lower()  # line breaks stay: a newline separates commands too
 

@@ -45,6 +45,8 @@ CASES = [
     ("cmdline", "ls,-la;id", "ls -la;id"),
     ("cmdline", "x; cat /etc/passwd", "x; cat/etc/passwd"),
     ("cmdline", "a\nID\t\tx", "a\nid x"),
+    ("cmdline", "|\\nid", "|\nid"),
+    ("cmdline", "&&+|+dir+c:", "&& | dir c:"),
     ("nfkc", "＜script＞", "<script>"),
     ("nfkc", "ﬁle", "file"),
     ("decode", "%26lt%3Bscript%26gt%3B", "<script>"),
