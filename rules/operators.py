@@ -79,7 +79,7 @@ def _text(value: str) -> str:
         return value.encode("utf-8", "replace").decode("utf-8")
 
 
-def _bytes(value: str) -> bytes:
+def utf8(value: str) -> bytes:
     """re2 reads UTF-8; `surrogatepass` keeps lone surrogates (from JSON `\\ud83d`) instead of failing."""
     return value.encode("utf-8", "surrogatepass")
 
@@ -132,7 +132,7 @@ def _phrases(spec: dict, base: Path) -> list[str]:
     return items
 
 
-def _cidrs(spec: Any) -> list:
+def cidrs(spec: Any) -> list:
     items = spec if isinstance(spec, list) else [spec]
     nets = []
     for i, item in enumerate(items):
@@ -185,17 +185,17 @@ def compile_operator(spec: Any, base: Path) -> Operator:
         if not isinstance(pat, str) or not pat:
             raise OperatorError("regex", "must be a non-empty string")
         rx = compile_re2(pat, "regex")
-        return Operator("regex", lambda s: rx.search(_bytes(s)) is not None, negate, pat, spec)
+        return Operator("regex", lambda s: rx.search(utf8(s)) is not None, negate, pat, spec)
     if kind == "phrases":
         pat = phrase_pattern(_phrases(spec, base), bool(spec.get("words", False)), spec.get("prefix", ""), spec.get("suffix", ""))
         rx = compile_re2(pat, "phrases")
-        return Operator("phrases", lambda s: rx.search(_bytes(s)) is not None, negate, pat, spec)
+        return Operator("phrases", lambda s: rx.search(utf8(s)) is not None, negate, pat, spec)
     if kind == "equals":
         vals = spec["equals"] if isinstance(spec["equals"], list) else [spec["equals"]]
         allowed = frozenset(str(v) for v in vals)
         return Operator("equals", allowed.__contains__, negate, None, spec)
     if kind == "ip":
-        nets = _cidrs(spec["ip"])
+        nets = cidrs(spec["ip"])
         return Operator("ip", lambda s: ip_in(nets, s), negate, None, spec)
     if kind == "length":
         return Operator("length", _length(spec["length"]), negate, None, spec)

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable
 from engine.features import Features
 from engine.labels import route_label
 from engine.verdict import LABELS, Source, Verdict
-from rules.operators import OperatorError, _bytes, _cidrs, compile_re2, ip_in
+from rules.operators import OperatorError, cidrs, compile_re2, ip_in, utf8
 from rules.schema import RuleError
 
 ACTIONS = ("deny", "allow") + LABELS
@@ -68,7 +68,7 @@ def _matcher(key: str, value: Any, where: str) -> Matcher:
         return lambda f: f.path.startswith(value)
     if key == "path_regex":
         rx = _regex(value, full)
-        return lambda f: rx.search(_bytes(f.path)) is not None
+        return lambda f: rx.search(utf8(f.path)) is not None
     if key == "methods":
         if isinstance(value, str):
             value = [value]
@@ -78,13 +78,13 @@ def _matcher(key: str, value: Any, where: str) -> Matcher:
         return lambda f: f.method.upper() in methods
     if key == "networks":
         try:
-            nets = _cidrs(value)
+            nets = cidrs(value)
         except OperatorError as err:
             raise RuleError(f"{full}{err.key[2:]}: {err}") from None
         return lambda f: ip_in(nets, f.client)
     if key == "user_agent_regex":
         rx = _regex(value, full)
-        return lambda f: rx.search(_bytes(f.header("user-agent"))) is not None
+        return lambda f: rx.search(utf8(f.header("user-agent"))) is not None
     return _header_matcher(value, full)
 
 
@@ -100,7 +100,7 @@ def _header_matcher(value: Any, full: str) -> Matcher:
     if "regex" not in value:  # presence only
         return lambda f: any(k.lower() == name.lower() for k, _ in f.headers)
     rx = _regex(value["regex"], f"{full}.regex")
-    return lambda f: any(k.lower() == name.lower() and rx.search(_bytes(v)) for k, v in f.headers)
+    return lambda f: any(k.lower() == name.lower() and rx.search(utf8(v)) for k, v in f.headers)
 
 
 def parse_override(raw: Any, index: int, prefix: str = "overrides") -> Override:

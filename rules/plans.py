@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import re2
 
-from rules.operators import _bytes, re2_options
+from rules.operators import re2_options, utf8
 from rules.schema import Rule
 from rules.targets import _KIND_TARGETS, LARGE_BODY_TARGETS, NAMED_PREFIX, Unit
 from rules.transforms import TRANSFORMS
@@ -63,7 +63,7 @@ def transformed(unit: Unit, chain: tuple[str, ...]) -> str:
 def encoded(unit: Unit, plan: Plan) -> bytes:
     data = unit.cache.get(plan.key)
     if data is None:
-        data = unit.cache[plan.key] = _bytes(transformed(unit, plan.chain))
+        data = unit.cache[plan.key] = utf8(transformed(unit, plan.chain))
     return data
 
 
