@@ -118,6 +118,15 @@ class GatewayProtocol(RequestHandler):
                 # does not always tell the body): fail it, rather than let it wait for bytes never parsed.
                 self._current_request.content.set_exception(RequestPayloadError("malformed request body"))
 
+    async def _handle_request(self, request: Any, start_time: Any, request_handler: Any) -> Any:
+        # A head is complete once its request is handled; a timer armed by body bytes that came before the
+        # handler started must not fire on the idle connection afterwards (that is the keep-alive timer's).
+        self._disarm()
+        try:
+            return await super()._handle_request(request, start_time, request_handler)
+        finally:
+            self._disarm()
+
     def close_when_answered(self) -> None:
         """Close as soon as the answer is written, without reading and discarding the rest of the body."""
         self._lingering_time = 0.0
