@@ -191,6 +191,7 @@ def probes(decoded: str) -> str:
     its SQL and HTML tokenisers catch what a small model learns slowly from a small corpus. Values with
     none of SQL's or HTML's syntax are skipped (most values, and the whole cost on them)."""
     out = ""
+    decoded = _SURROGATE.sub("\ufffd", decoded)  # a lone surrogate (from "\ud800" in JSON) is no UTF-8: libinjection raises
     if _SQLI_HINT.search(decoded) and libinjection.is_sql_injection(decoded)["is_sqli"]:
         out += " [SQLI]"
     if "<" in decoded or "=" in decoded or ":" in decoded:

@@ -154,3 +154,10 @@ def test_any_request_canonicalises(method, path, query, headers, body, ctype):
 )
 def test_libinjection_markers(value, marks):
     assert normalize(value, probe=True) == normalize(value) + marks
+
+
+@pytest.mark.parametrize("body", [b'{"a": "\\ud800 or 1=1--"}', b'{"q": "<a href=\\udfff>"}'])
+def test_a_lone_surrogate_from_a_json_escape_is_probed_not_raised(body):
+    f = Features.build(method="POST", headers=[("Content-Type", "application/json")], body=body)
+    text = canonicalize(f).text  # libinjection raised UnicodeEncodeError on the lone surrogate before
+    assert isinstance(text, str) and text
