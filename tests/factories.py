@@ -185,13 +185,16 @@ class Upstream:
 
     `/static/{name}` serves `assets[path]` (a default Asset otherwise), answering If-None-Match and
     If-Modified-Since with 304. `gate`, when set, holds those answers until it is set; `fail`, when set,
-    makes them that status instead (503 for an origin in trouble)."""
+    makes them that status instead (503 for an origin in trouble); `reset` cuts their connections before
+    any answer (a crashed origin). `/reset/head`, `/reset/length` and `/reset/chunked` cut the connection
+    before the response, half-way through a Content-Length body, and half-way through a chunked one."""
 
     seen: list[Seen] = field(default_factory=list)
     url: str = ""
     assets: dict[str, Asset] = field(default_factory=dict)
     gate: asyncio.Event | None = None
     fail: int | None = None
+    reset: bool = False
     server: Any = None
 
     def hits(self, path: str) -> int:
@@ -206,6 +209,7 @@ class Upstream:
         app.router.add_get("/hop", self.hop)
         app.router.add_get("/gzip", self.gzipped)
         app.router.add_get("/hang", self.hang)
+        app.router.add_get("/reset/{how}", self.cut)
         app.router.add_route("*", "/{tail:.*}", self.echo)
         return app
 
@@ -262,8 +266,22 @@ class Upstream:
         await asyncio.Event().wait()  # never answers; the gateway's timeout ends it
         raise AssertionError("unreachable")
 
+    async def cut(self, request: web.Request) -> web.StreamResponse:
+        await self.record(request)
+        how = request.match_info["how"]
+        response = web.StreamResponse(headers={"Content-Length": "1000"} if how == "length" else {})
+        if how != "head":
+            await response.prepare(request)
+            for _ in range(5):
+                await response.write(b"x" * 100)  # on loopback these leave at once: abort() drops nothing
+        request.transport.abort()
+        return response
+
     async def asset(self, request: web.Request) -> web.Response:
         await self.record(request)
+        if self.reset:
+            request.transport.abort()
+            return web.Response()
         if self.gate is not None:
             await self.gate.wait()
         if self.fail is not None:
