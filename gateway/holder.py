@@ -19,7 +19,7 @@ import logging
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Callable
 
-from gateway.config import Config
+from gateway.config import Address, Config
 from gateway.errors import ConfigError
 
 log = logging.getLogger("clef.gateway")
@@ -114,7 +114,7 @@ def restart_only_changes(old: Config, new: Config) -> list[str]:
     for key in RESTART_ONLY:
         a, b = _get(old, key), _get(new, key)
         if a != b:
-            changed += _leaves(a, b, key) if is_dataclass(a) else [key]
+            changed += _leaves(a, b, key) if is_dataclass(a) and not isinstance(a, Address) else [key]
     return changed
 
 
@@ -130,7 +130,8 @@ def _leaves(a: Any, b: Any, key: str) -> list[str]:
     for f in fields(a):
         x, y = getattr(a, f.name), getattr(b, f.name)
         if x != y:
-            out += _leaves(x, y, f"{key}.{f.name}") if is_dataclass(x) and not isinstance(x, type) else [f"{key}.{f.name}"]
+            nested = is_dataclass(x) and not isinstance(x, Address)
+            out += _leaves(x, y, f"{key}.{f.name}") if nested else [f"{key}.{f.name}"]
     return out
 
 
