@@ -45,7 +45,9 @@ class Deadline:
                 return await (stream.read(n) if n > 0 else stream.readany())
         except TimeoutError:
             if self.until is not None and self.loop.time() >= self.until:
-                raise RequestTimeout(f"request body not complete within limits.body_timeout_s ({self.total_s:g}s)") from None
+                raise RequestTimeout(
+                    f"request body not complete within limits.body_timeout_s ({self.total_s:g}s)"
+                ) from None
             raise RequestTimeout(f"no request body bytes for limits.body_idle_timeout_s ({self.idle_s:g}s)") from None
         except ConnectionError:
             raise ClientGone("client closed the connection while sending its body") from None

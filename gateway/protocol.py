@@ -161,7 +161,8 @@ class GatewayProtocol(RequestHandler):
         else:
             err = GatewayError(f"unhandled {type(exc).__name__ if exc else 'error'}", status=status)
             if exc is not None:  # our bug: the frames say where; the message might quote the request, so not it
-                log.error("unhandled %s in a handler:\n%s", type(exc).__name__, "".join(traceback.format_tb(exc.__traceback__)))
+                frames = "".join(traceback.format_tb(exc.__traceback__))
+                log.error("unhandled %s in a handler:\n%s", type(exc).__name__, frames)
         self.server.refuse(err, request.remote or "")
         if request.writer.output_size > 0:  # a response had started: all that is left is to cut it
             raise ConnectionError("response already started")

@@ -27,7 +27,8 @@ scalars = st.one_of(
 )  # fmt: skip
 documents = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12) | st.integers(), inner, max_size=4),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.text(max_size=12) | st.integers(), inner, max_size=4),
     max_leaves=20,
 )
 

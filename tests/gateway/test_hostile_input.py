@@ -18,7 +18,8 @@ MANY = b"&".join(b"p%d=v%d" % (i, i) for i in range(700))
 
 
 def get(target: bytes, *headers: bytes) -> bytes:
-    return b"GET " + target + b" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n" + b"".join(h + b"\r\n" for h in headers) + b"\r\n"
+    head = b"GET " + target + b" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n"
+    return head + b"".join(h + b"\r\n" for h in headers) + b"\r\n"
 
 
 def post(body: bytes, content_type: bytes = b"application/x-www-form-urlencoded") -> bytes:
@@ -36,7 +37,7 @@ HOSTILE = {
     "raw invalid UTF-8 in a header": get(b"/", b"User-Agent: \xff\xfe\xfd caf\xc3\xa9 \xc0\xaf"),
     "many headers": get(b"/", *(b"X-H%d: %d" % (i, i) for i in range(100))),
     "NUL and invalid UTF-8 in a body": post(b"a=\x00\xff\xfe&b=%zz&c=%00%ff" + bytes(range(256))),
-    "broken multipart": post(b"--x\r\nContent-Disposition: form-data; name=\"\xff\"\r\n\r\n\x00", b"multipart/form-data"),
+    "broken multipart": post(b'--x\r\nContent-Disposition: form-data; name="\xff"\r\n\r\n\x00', b"multipart/form-data"),
     "broken JSON": post(b'{"a": "\\ud800", "b": [1, 2, {"c":', b"application/json"),
     "huge number of form fields": post(MANY),
 }

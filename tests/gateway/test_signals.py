@@ -33,7 +33,8 @@ class Serving:
 
     def __init__(self, proc: asyncio.subprocess.Process):
         self.proc, self.errors, self.proxy, self.admin = proc, [], "", ""
-        self.tasks = [asyncio.create_task(self._drain(proc.stdout, [])), asyncio.create_task(self._drain(proc.stderr, self.errors))]
+        self.tasks = [asyncio.create_task(self._drain(proc.stdout, [])),
+                      asyncio.create_task(self._drain(proc.stderr, self.errors))]  # fmt: skip
 
     async def _drain(self, stream: asyncio.StreamReader, into: list[str]) -> None:
         while line := await stream.readline():

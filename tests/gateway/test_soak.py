@@ -1,0 +1,191 @@
+"""A bounded soak on loopback: mixed traffic through a real gateway for a fixed number of requests.
+
+    CLEF_SOAK_REQUESTS=10000 python -m pytest tests/gateway/test_soak.py -q -s   # by hand; CI sends 2000
+
+Requests of mixed sizes up to 5 MB (Content-Length and chunked uploads, and GETs), 16 at a time; about
+10 % go to origin paths that fail the ways the gateway must survive (reset before the answer, reset
+half-way through a Content-Length or a chunked body, silence past origin.timeout_s); for the middle third
+of the run the model hangs, so the engine's timeout, breaker and rules carry the decisions. Checked:
+every request is answered (a status, or for a cut response a body that visibly ends short); every body
+the origin received whole is byte-identical to what was sent (sha256 per request id); every request has
+its one access-log line; the process's RSS after the run is within RSS_BOUND of before it (after a warm-up
+round). The whole run is bounded by DEADLINE_S and stops by itself. The figures are printed (-s) for
+bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import hashlib
+import logging
+import os
+import random
+import time
+from collections import Counter
+
+import aiohttp
+import psutil
+import pytest
+
+from engine.verdict import Verdict
+from gateway.server import running
+from tests.factories import MiB, FakeModel, make_config
+
+pytestmark = pytest.mark.slow
+
+REQUESTS = int(os.environ.get("CLEF_SOAK_REQUESTS", "2000"))
+CONCURRENCY = 16
+WARMUP = 200
+RSS_BOUND = 96 * MiB  # growth allowed from after the warm-up to the end: buffers the allocator keeps, not a leak
+DEADLINE_S = max(110.0, REQUESTS * 0.05)  # CI's 2000 stop well inside two minutes
+FAILING = ["/reset/head", "/reset/length", "/reset/chunked", "/hang"]
+DATA = random.Random(5).randbytes(5 * MiB + 4096)  # bodies are slices of this, so 10,000 cost no memory
+
+
+class Hanging(FakeModel):
+    """The fake model, made to hang (until the decider's timeout) while `hang` is set."""
+
+    def __init__(self) -> None:
+        super().__init__(scores={"allow": 0.7, "origin": 0.3})
+        self.hang_now = False
+
+    async def predict(self, features) -> Verdict:  # type: ignore[override]
+        if self.hang_now:
+            self.calls += 1
+            await asyncio.Event().wait()
+        return await super().predict(features)
+
+
+class Lines(logging.Handler):
+    """Counts access-log lines (and keeps none of them), so a long soak holds no log in memory."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.count = 0
+        self.errors: Counter[str] = Counter()
+        self.leaked = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.count += 1
+        message = record.getMessage()
+        self.leaked += "secret=" in message  # queries are never logged
+        if '"error":{"type":"' in message:
+            self.errors[message.split('"error":{"type":"', 1)[1].split('"', 1)[0]] += 1
+
+
+def plan(i: int) -> tuple[str, str, int, bool]:
+    """Request i: (method, path, body size, chunked). Deterministic, so a failure can be replayed."""
+    r = random.Random(i)
+    if r.random() < 0.10:
+        return "GET", r.choice(FAILING), 0, False
+    roll = r.random()
+    if roll < 0.15:
+        return "GET", f"/soak/{i}?secret=s{i}", 0, False
+    size = r.randint(0, 16 * 1024) if roll < 0.70 else r.randint(16 * 1024, 256 * 1024) if roll < 0.88 else (
+        r.randint(256 * 1024, MiB) if roll < 0.97 else r.randint(MiB, 5 * MiB))  # fmt: skip
+    return "POST", f"/soak/{i}?secret=s{i}", size, r.random() < 0.3
+
+
+def body_of(i: int, size: int) -> bytes:
+    offset = (i * 7919) % 4096
+    return DATA[offset : offset + size]
+
+
+async def one(session: aiohttp.ClientSession, url: str, i: int, outcomes: Counter, sent: dict[str, str]) -> None:
+    """Send request i; `sent` gets its body's digest when the origin answered it (200: forwarded whole)."""
+    method, path, size, chunked = plan(i)
+    data: object = None
+    body = body_of(i, size)
+    if method == "POST":
+
+        async def stream():
+            for k in range(0, len(body), 256 * 1024):
+                yield body[k : k + 256 * 1024]
+
+        data = stream() if chunked else body
+    try:
+        async with session.request(method, url + path, data=data, timeout=aiohttp.ClientTimeout(total=60)) as resp:
+            await resp.read()
+            kind = resp.headers.get("x-clef-error", "")
+            outcomes[f"{resp.status} {kind}".strip()] += 1
+            if resp.status == 200 and method == "POST":
+                sent[path.partition("?")[0]] = hashlib.sha256(body).hexdigest()
+    except aiohttp.ClientPayloadError:
+        outcomes["cut mid-response"] += 1  # answered, and visibly short: what a cut origin must look like
+    except (aiohttp.ClientError, asyncio.TimeoutError) as err:
+        outcomes[f"unanswered {type(err).__name__}"] += 1
+
+
+async def rounds(url: str, ids: range, outcomes: Counter, sent: dict[str, str], model: Hanging) -> None:
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for i in ids:
+        queue.put_nowait(i)
+    third = len(ids) // 3
+
+    async def worker(session: aiohttp.ClientSession) -> None:
+        while not queue.empty():
+            i = queue.get_nowait()
+            done = i - ids.start
+            model.hang_now = third <= done < 2 * third  # the middle third: the model hangs
+            await one(session, url, i, outcomes, sent)
+
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=CONCURRENCY)) as session:
+        await asyncio.gather(*(worker(session) for _ in range(CONCURRENCY)))
+    model.hang_now = False
+
+
+def rss() -> int:
+    gc.collect()
+    return psutil.Process().memory_info().rss
+
+
+async def test_soak(upstream):
+    raw = {"listen": "127.0.0.1:0", "admin": {"listen": "127.0.0.1:0"}, "mode": "detect",
+           "model": {"timeout_ms": 50, "inspect_bytes": 64 * 1024},
+           # a burst of timeouts from /hang can mark the origin down: for a second, not the run
+           "origin": {"timeout_s": 0.5, "fail_threshold": 8, "down_for_s": 1.0}}  # fmt: skip
+    model, lines = Hanging(), Lines()
+    access = logging.getLogger("clef.access")
+    access.addHandler(lines)
+    level, access.level = access.level, logging.INFO
+    started = time.monotonic()
+    try:
+        async with running(make_config(raw, origin=upstream.url), model=model) as gw:
+            outcomes: Counter[str] = Counter()
+            sent: dict[str, str] = {}
+            await rounds(gw.proxy_url, range(REQUESTS, REQUESTS + WARMUP), Counter(), {}, model)
+            upstream.seen.clear()
+            before = rss()
+            lines.count = 0
+            lines.errors.clear()
+            soak_started = time.monotonic()
+            await asyncio.wait_for(rounds(gw.proxy_url, range(REQUESTS), outcomes, sent, model), DEADLINE_S)
+            duration = time.monotonic() - soak_started
+            after = rss()
+            health = gw.decider.health()
+    finally:
+        access.removeHandler(lines)
+        access.level = level
+
+    received = {s.target.partition("?")[0]: s for s in upstream.seen if s.target.startswith("/soak/")}
+    verified = sum(1 for path, digest in sent.items() if received[path].sha256 == digest)
+    posted = [s for s in received.values() if s.method == "POST"]
+    intact = sum(1 for s in posted if s.sha256 == hashlib.sha256(body_of(int(s.target[6:].partition("?")[0]), s.size)).hexdigest())
+    answered = sum(n for k, n in outcomes.items() if not k.startswith("unanswered"))
+    print(
+        f"\nsoak: {REQUESTS} requests in {duration:.1f}s ({REQUESTS / duration:.0f}/s), {answered} answered, "
+        f"{verified}/{len(sent)} forwarded bodies verified, {intact}/{len(posted)} received bodies intact, "
+        f"{lines.count} log lines; "
+        f"RSS {before / MiB:.1f} -> {after / MiB:.1f} MiB ({(after - before) / MiB:+.1f}); "
+        f"outcomes {dict(sorted(outcomes.items()))}; errors logged {dict(lines.errors)}; "
+        f"model hung {model.calls} calls, breaker {health['breaker']}, total {time.monotonic() - started:.1f}s"
+    )
+    assert answered == REQUESTS, outcomes
+    allowed = {"200", "502 upstream_unreachable", "502 upstream_down", "504 upstream_timeout", "cut mid-response"}
+    assert set(outcomes) <= allowed, outcomes
+    assert verified == len(sent)  # every body the origin answered arrived whole and byte-identical
+    assert intact == len(posted)  # and nothing it received whole differs from what was sent
+    assert outcomes["200"] >= 0.85 * REQUESTS - outcomes["502 upstream_down"]
+    assert lines.count == REQUESTS and lines.leaked == 0
+    assert after - before < RSS_BOUND, f"RSS grew by {(after - before) / MiB:.1f} MiB"
