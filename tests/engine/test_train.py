@@ -1,0 +1,110 @@
+"""engine/train: the whole pipeline on a tiny corpus (train → ONNX → int8 → bundle → eval), and the
+exported graph against the PyTorch one."""
+
+from __future__ import annotations
+
+import json
+import random
+import urllib.parse
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from engine import bundle as bundles  # noqa: E402
+from engine.features import Features  # noqa: E402
+from engine.labels import FEATURES, label  # noqa: E402
+from engine.model import Model  # noqa: E402
+from engine.train.__main__ import main as train_main  # noqa: E402
+from engine.train.export import export_onnx, quantize_dynamic  # noqa: E402
+from engine.train.net import ClefNet  # noqa: E402
+
+ATTACKS = [("sqli", "1' OR '1'='1"), ("sqli", "1 UNION SELECT password FROM users--"), ("xss", "<script>alert(1)</script>"),
+           ("xss", "<img src=x onerror=alert(1)>"), ("path_traversal", "../../../../etc/passwd"), ("cmdi", ";cat /etc/passwd")]
+BENIGN = ["shoes", "red running shoes", "O'Brien", "select the best plan", "hello world", "42", "new york"]
+PATHS = ["/search", "/products", "/api/items", "/static/app.js", "/account/settings"]
+
+
+def record(rng: random.Random, attack: bool) -> dict:
+    cls, value = rng.choice(ATTACKS) if attack else (None, rng.choice(BENIGN))
+    method = rng.choice(["GET", "GET", "POST"])
+    path = rng.choice(PATHS)
+    query = "q=" + urllib.parse.quote(value) + f"&page={rng.randint(1, 9)}"
+    headers = [["User-Agent", rng.choice(["Mozilla/5.0", "curl/8.5.0", "python-requests/2.32"])]]
+    f = Features.build(method, path, query, headers)
+    lab, tags = label(f, [cls] if attack else None)
+    return {"method": method, "path": path, "query": query, "headers": headers, "body": "", "label": lab,
+            "attack_class": cls, "features": list(tags), "group": f"g{rng.randint(0, 40)}"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("corpus")
+    rng = random.Random(3)
+    for name, n in (("train", 600), ("test", 120)):
+        with open(folder / f"{name}.jsonl", "w") as f:
+            for i in range(n):
+                f.write(json.dumps(record(rng, i % 2 == 0)) + "\n")
+    return folder
+
+
+@pytest.mark.slow
+def test_pipeline_writes_a_verified_int8_bundle(corpus, tmp_path):
+    out = tmp_path / "bundle"
+    args = ["--corpus", str(corpus), "--out", str(out), "--epochs", "2", "--vocab", "700", "--threads", "1",
+            "--version", "9.9.9", "--train-max-tokens", "256"]  # fmt: skip
+    assert train_main(args) == 0
+    b = bundles.load(out)  # sha256 verified
+    m = b.manifest
+    assert b.version == "9.9.9" and b.labels == ("block", "cache", "origin", "allow")
+    assert list(b.features) == list(FEATURES)
+    assert m["quantization"]["format"] in ("dynamic", "static")
+    assert 0.5 <= m["thresholds"]["block"] <= 0.99
+    assert m["trained_on"]["train_sha256"] and m["trained_on"]["records"] > 0
+    assert set(m["eval"]["test"]) >= {"tpr", "fpr", "per_class", "latency"}
+    model = Model(b)
+    labels, _ = model.run([model.encode(Features.build("GET", "/search", "q=shoes"))])
+    assert np.isclose(labels.sum(), 1.0, atol=1e-3)
+    assert any(n.startswith("DynamicQuantize") or n.startswith("QuantizeLinear") or "Integer" in n
+               for n in {node.op_type for node in __import__("onnx").load(str(b.model_path)).graph.node})
+
+
+def test_exported_graph_matches_pytorch(tmp_path):
+    torch.manual_seed(0)
+    net = ClefNet(500, 4, len(FEATURES), d=32, window=16, ffn=64).eval()
+    ids = torch.randint(4, 500, (3, 48))
+    ids[1, 20:] = 0  # padding, a partly empty last window
+    ids[2, 5:] = 0  # whole windows of padding (a short request batched with long ones)
+    with torch.no_grad():
+        want_labels, want_feats = net(ids)
+    path = export_onnx(net, tmp_path / "model.onnx")
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    got_labels, got_feats = sess.run(None, {"input_ids": ids.numpy()})
+    assert np.allclose(got_labels, want_labels.numpy(), atol=1e-5)
+    assert np.allclose(got_feats, want_feats.numpy(), atol=1e-5)
+    q = quantize_dynamic(path, tmp_path / "int8.onnx", per_channel=False)
+    q_labels, _ = ort.InferenceSession(str(q), providers=["CPUExecutionProvider"]).run(None, {"input_ids": ids.numpy()})
+    assert np.abs(q_labels - want_labels.numpy()).max() < 0.1
+
+
+def test_training_and_inference_graphs_agree():
+    """The fused attention used in training and the plain one exported give the same answer."""
+    torch.manual_seed(1)
+    net = ClefNet(300, 4, len(FEATURES), d=32, window=16, ffn=64)
+    ids = torch.randint(4, 300, (2, 64))
+    ids[1, 30:] = 0
+    net.train()
+    a = net.logits(ids)[0]
+    net.eval()
+    b = net.logits(ids)[0]
+    assert torch.allclose(a, b, atol=1e-5)
+
+
+def test_one_graph_serves_a_short_and_a_long_input(tmp_path):
+    net = ClefNet(300, 4, len(FEATURES), d=32, window=16, ffn=64).eval()
+    sess = ort.InferenceSession(str(export_onnx(net, tmp_path / "m.onnx")), providers=["CPUExecutionProvider"])
+    for length in (16, 16 * 257):
+        labels, _ = sess.run(None, {"input_ids": np.random.randint(4, 300, (1, length)).astype(np.int64)})
+        assert labels.shape == (1, 4)
