@@ -10,16 +10,12 @@ Every function is total (never raises) and bounded: repeated decoders stop after
 
 from __future__ import annotations
 
-import codecs
 import html
 import re
 import unicodedata
 from typing import Callable
 
-from urllib.parse import unquote_to_bytes
-
-from engine.canonical import _B64_CLOSE, _B64_OPEN, _JS_ESC, _OVERLONG, _js_char, _overlong, expand_base64, percent_decode
-from engine.fields import text_of
+from engine.canonical import _B64_CLOSE, _B64_OPEN, _JS_ESC, _js_char, decode, expand_base64, percent_decode
 
 ROUNDS = 4  # an attacker stacking more encodings than this gains nothing: the operators see the rest
 
@@ -34,27 +30,7 @@ _CMD_SPACE_BEFORE = re.compile(r"[ \t]+(?=[/(])")
 _BLANK_RUN = re.compile(r"[ \t]{2,}|\t")
 
 
-_BAD_PCT = re.compile(rb"%(?![0-9A-Fa-f]{2})")
-
-
-def _unquote(data: bytes) -> bytes:
-    """%XX → byte in C: rewritten as \\xXX (backslashes escaped first) for codecs.escape_decode, when every
-    % starts a valid escape; otherwise urllib's (Python-level) unquote_to_bytes, which keeps bad ones."""
-    if _BAD_PCT.search(data) is None:
-        return codecs.escape_decode(data.replace(b"\\", b"\\\\").replace(b"%", b"\\x"))[0]
-    return unquote_to_bytes(data)
-
-
-def fast_percent_decode(s: str) -> str:
-    """engine.canonical.percent_decode, same result, without a Python callback per escape: a form field of
-    non-Latin text has one escape every character or two, and the regex loop costs ~1 µs each. %uXXXX
-    (rare, IIS-only) still goes through the canonical function."""
-    if "%" not in s:
-        return s
-    if "%u" in s or "%U" in s:
-        return percent_decode(s)
-    data = _unquote(s.encode("utf-8", "surrogatepass"))
-    return text_of(_OVERLONG.sub(_overlong, data))
+fast_percent_decode = percent_decode  # engine.canonical's, which runs the common case in C
 
 
 def urldecode(s: str) -> str:
@@ -162,20 +138,9 @@ def nfkc(s: str) -> str:
 
 
 def decode_all(s: str) -> str:
-    """engine.canonical.decode(s, plus=True), step for step (a test holds them equal), with the fast
-    percent decoder: percent (with `+`), HTML entities and JS escapes, interleaved, until stable."""
-    if "+" in s:
-        s = s.replace("+", " ")
-    for _ in range(ROUNDS):
-        prev = s
-        s = fast_percent_decode(s)
-        if "&" in s:
-            s = html.unescape(s)
-        if "\\" in s:
-            s = _JS_ESC.sub(_js_char, s)
-        if s == prev:
-            break
-    return s
+    """Percent (with `+`), HTML entities and JS escapes, interleaved, until stable: the canonical text's
+    own decoding."""
+    return decode(s, plus=True)
 
 
 TRANSFORMS: dict[str, Callable[[str], str]] = {

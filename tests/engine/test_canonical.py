@@ -161,3 +161,19 @@ def test_a_lone_surrogate_from_a_json_escape_is_probed_not_raised(body):
     f = Features.build(method="POST", headers=[("Content-Type", "application/json")], body=body)
     text = canonicalize(f).text  # libinjection raised UnicodeEncodeError on the lone surrogate before
     assert isinstance(text, str) and text
+
+
+EQUIVALENCE = [
+    "", "plain", "a+b%2Bc", "%252e%252e%252f", "%u003cscript%u003e", "%c0%ae%c0%af%e0%80%ae", "100%zz%",
+    "%E4%BD%A0%E5%A5%BD" * 50, "%ff%fe%00", "&amp;lt;%26lt%3B", "\\u0027%5Cu0027", "%F0%9F%98%80 \ud83d",
+    "%%32%65%%32%65", "%25%32%35%32%65", "a\\x41%41\\%5c\\\\n", "%4", "%41%4",
+]
+
+
+@pytest.mark.parametrize("value", EQUIVALENCE)
+def test_fast_percent_decoding_equals_the_escape_by_escape_one(value):
+    """percent_decode runs valid %XX in C; the Python path (also %uXXXX, invalid escapes) is the reference."""
+    from engine.canonical import _OVERLONG, _overlong, _percent_bytes
+    from engine.fields import text_of
+
+    assert percent_decode(value) == text_of(_OVERLONG.sub(_overlong, _percent_bytes(value)))

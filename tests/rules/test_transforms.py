@@ -76,18 +76,3 @@ def test_transforms_are_total(name, value):
     assert isinstance(TRANSFORMS[name](value), str)
 
 
-EQUIVALENCE = [
-    "", "plain", "a+b%2Bc", "%252e%252e%252f", "%u003cscript%u003e", "%c0%ae%c0%af%e0%80%ae", "100%zz%",
-    "%E4%BD%A0%E5%A5%BD" * 50, "%ff%fe%00", "&amp;lt;%26lt%3B", "\\u0027%5Cu0027", "%F0%9F%98%80 \ud83d",
-    "%%32%65%%32%65", "%25%32%35%32%65", "a\\x41%41\\%5c\\\\n", "%4", "%41%4",
-]
-
-
-@pytest.mark.parametrize("value", EQUIVALENCE)
-def test_fast_decoders_equal_the_canonical_ones(value):
-    from engine.canonical import decode, percent_decode
-
-    from rules.transforms import decode_all, fast_percent_decode
-
-    assert fast_percent_decode(value) == percent_decode(value)
-    assert decode_all(value) == decode(value, plus=True)
