@@ -50,7 +50,10 @@ async def running(
 ) -> AsyncIterator[Running]:
     proxy = apps.build_app(config, clock=clock, model=model)
     grace = config.shutdown.grace_s
-    proxy_runner = GatewayRunner(proxy, config.limits, apps.refusals(proxy), access_log=None, shutdown_timeout=grace)
+    # handler_cancellation: a client that hangs up cancels its request, and with it the one to the origin
+    # (as nginx's proxy_ignore_client_abort off); the log line still says 499
+    proxy_runner = GatewayRunner(proxy, config.limits, apps.refusals(proxy), access_log=None, shutdown_timeout=grace,
+                                 handler_cancellation=True)  # fmt: skip
     admin_runner = GatewayRunner(apps.build_admin_app(config, proxy), config.limits, access_log=None,
                                  shutdown_timeout=min(grace, 5.0), **apps.handler_args(config))  # fmt: skip
     await proxy_runner.setup()  # loads the engine

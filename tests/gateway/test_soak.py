@@ -8,8 +8,14 @@ half-way through a Content-Length or a chunked body, silence past origin.timeout
 of the run the model hangs, so the engine's timeout, breaker and rules carry the decisions. Checked:
 every request is answered (a status, or for a cut response a body that visibly ends short); every body
 the origin received whole is byte-identical to what was sent (sha256 per request id); every request has
-its one access-log line; the process's RSS after the run is within RSS_BOUND of before it (after a warm-up
-round). The whole run is bounded by DEADLINE_S and stops by itself. The figures are printed (-s) for
+its one access-log line; the process's RSS after the run is within RSS_BOUND of its RSS after a warm-up
+round; and the live Python heap (tracemalloc) grows by less than HEAP_PER_REQUEST a request over the
+second half of the run. RSS alone is a coarse leak detector: the gateway, the origin and the client share
+the process, and glibc keeps the pages of its per-thread arenas once touched (large bodies are
+canonicalised in a thread), so RSS rises some MiB and then stays. The heap is measured between the halves
+because bounded caches (decisions, connections) replace their entries as they go, so the first half
+fills them with traced objects however flat they are; by the second half only a leak still grows it.
+The whole run is bounded by DEADLINE_S and stops by itself. The figures are printed (-s) for
 bench/RESULTS.md.
 """
 
@@ -22,7 +28,8 @@ import logging
 import os
 import random
 import time
-from collections import Counter
+import tracemalloc
+from collections import Counter, deque
 
 import aiohttp
 import psutil
@@ -30,14 +37,15 @@ import pytest
 
 from engine.verdict import Verdict
 from gateway.server import running
-from tests.factories import MiB, FakeModel, make_config
+from tests.factories import FakeModel, MiB, Seen, Upstream, make_config
 
 pytestmark = pytest.mark.slow
 
 REQUESTS = int(os.environ.get("CLEF_SOAK_REQUESTS", "2000"))
 CONCURRENCY = 16
-WARMUP = 200
-RSS_BOUND = 96 * MiB  # growth allowed from after the warm-up to the end: buffers the allocator keeps, not a leak
+WARMUP = 600  # past the decision cache's max_entries below: the caches are full before RSS is first read
+RSS_BOUND = 48 * MiB  # growth of the whole process's RSS from after the warm-up to the end
+HEAP_PER_REQUEST = 600  # bytes: the test's own records (two digests and a path per request) take about 400
 DEADLINE_S = max(110.0, REQUESTS * 0.05)  # CI's 2000 stop well inside two minutes
 FAILING = ["/reset/head", "/reset/length", "/reset/chunked", "/hang"]
 DATA = random.Random(5).randbytes(5 * MiB + 4096)  # bodies are slices of this, so 10,000 cost no memory
@@ -49,12 +57,37 @@ class Hanging(FakeModel):
     def __init__(self) -> None:
         super().__init__(scores={"allow": 0.7, "origin": 0.3})
         self.hang_now = False
+        self.seen = deque(maxlen=8)  # FakeModel keeps every request it saw: a soak must not
 
     async def predict(self, features) -> Verdict:  # type: ignore[override]
         if self.hang_now:
             self.calls += 1
             await asyncio.Event().wait()
         return await super().predict(features)
+
+
+class Recorder(Upstream):
+    """The test origin, keeping only (method, size, sha256) per path: its own memory must not be what grows."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bodies: dict[str, tuple[str, int, str]] = {}
+
+    async def record(self, request) -> Seen:  # type: ignore[override]
+        h, size = hashlib.sha256(), 0
+        async for chunk in request.content.iter_any():
+            h.update(chunk)
+            size += len(chunk)
+        self.bodies[request.path] = (request.method, size, h.hexdigest())
+        return Seen(request.method, request.path, [], size, h.hexdigest(), False)
+
+
+@pytest.fixture
+async def origin(aiohttp_server) -> Recorder:
+    recorder = Recorder()
+    server = await aiohttp_server(recorder.app())  # (a TestServer cancels the handler of a cut /hang)
+    recorder.url = str(server.make_url("")).rstrip("/")
+    return recorder
 
 
 class Lines(logging.Handler):
@@ -92,6 +125,10 @@ def body_of(i: int, size: int) -> bytes:
     return DATA[offset : offset + size]
 
 
+def sha256_of(i: int, size: int) -> str:
+    return hashlib.sha256(body_of(i, size)).hexdigest()
+
+
 async def one(session: aiohttp.ClientSession, url: str, i: int, outcomes: Counter, sent: dict[str, str]) -> None:
     """Send request i; `sent` gets its body's digest when the origin answered it (200: forwarded whole)."""
     method, path, size, chunked = plan(i)
@@ -117,17 +154,17 @@ async def one(session: aiohttp.ClientSession, url: str, i: int, outcomes: Counte
         outcomes[f"unanswered {type(err).__name__}"] += 1
 
 
-async def rounds(url: str, ids: range, outcomes: Counter, sent: dict[str, str], model: Hanging) -> None:
+async def rounds(
+    url: str, ids: range, outcomes: Counter, sent: dict[str, str], model: Hanging, hang: range = range(0)
+) -> None:
     queue: asyncio.Queue[int] = asyncio.Queue()
     for i in ids:
         queue.put_nowait(i)
-    third = len(ids) // 3
 
     async def worker(session: aiohttp.ClientSession) -> None:
         while not queue.empty():
             i = queue.get_nowait()
-            done = i - ids.start
-            model.hang_now = third <= done < 2 * third  # the middle third: the model hangs
+            model.hang_now = i in hang
             await one(session, url, i, outcomes, sent)
 
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=CONCURRENCY)) as session:
@@ -140,44 +177,59 @@ def rss() -> int:
     return psutil.Process().memory_info().rss
 
 
-async def test_soak(upstream):
+async def test_soak(origin):
     raw = {"listen": "127.0.0.1:0", "admin": {"listen": "127.0.0.1:0"}, "mode": "detect",
+           "cache": {"max_entries": 500},  # full within the warm-up, so what it holds is there before and after
            "model": {"timeout_ms": 50, "inspect_bytes": 64 * 1024},
            # a burst of timeouts from /hang can mark the origin down: for a second, not the run
            "origin": {"timeout_s": 0.5, "fail_threshold": 8, "down_for_s": 1.0}}  # fmt: skip
     model, lines = Hanging(), Lines()
     access = logging.getLogger("clef.access")
     access.addHandler(lines)
-    level, access.level = access.level, logging.INFO
+    # counted here, and kept from pytest's log capture, which would hold every line of the run in memory
+    level, access.level, propagate, access.propagate = access.level, logging.INFO, access.propagate, False
     started = time.monotonic()
     try:
-        async with running(make_config(raw, origin=upstream.url), model=model) as gw:
+        async with running(make_config(raw, origin=origin.url), model=model) as gw:
             outcomes: Counter[str] = Counter()
             sent: dict[str, str] = {}
             await rounds(gw.proxy_url, range(REQUESTS, REQUESTS + WARMUP), Counter(), {}, model)
-            upstream.seen.clear()
+            origin.bodies.clear()
             before = rss()
+            tracemalloc.start()
             lines.count = 0
             lines.errors.clear()
             soak_started = time.monotonic()
-            await asyncio.wait_for(rounds(gw.proxy_url, range(REQUESTS), outcomes, sent, model), DEADLINE_S)
+            half, hang = REQUESTS // 2, range(REQUESTS // 3, 2 * REQUESTS // 3)  # the model hangs in the middle third
+
+            async def run() -> int:
+                await rounds(gw.proxy_url, range(half), outcomes, sent, model, hang)
+                gc.collect()
+                middle = tracemalloc.get_traced_memory()[0]
+                await rounds(gw.proxy_url, range(half, REQUESTS), outcomes, sent, model, hang)
+                gc.collect()
+                return tracemalloc.get_traced_memory()[0] - middle
+
+            heap = await asyncio.wait_for(run(), DEADLINE_S)
             duration = time.monotonic() - soak_started
             after = rss()
             health = gw.decider.health()
     finally:
+        tracemalloc.stop()
         access.removeHandler(lines)
-        access.level = level
+        access.level, access.propagate = level, propagate
 
-    received = {s.target.partition("?")[0]: s for s in upstream.seen if s.target.startswith("/soak/")}
-    verified = sum(1 for path, digest in sent.items() if received[path].sha256 == digest)
-    posted = [s for s in received.values() if s.method == "POST"]
-    intact = sum(1 for s in posted if s.sha256 == hashlib.sha256(body_of(int(s.target[6:].partition("?")[0]), s.size)).hexdigest())
+    received = origin.bodies
+    verified = sum(1 for path, digest in sent.items() if received[path][2] == digest)
+    posted = [(path, size, digest) for path, (method, size, digest) in received.items() if method == "POST"]
+    intact = sum(1 for path, size, digest in posted if digest == sha256_of(int(path[6:]), size))
     answered = sum(n for k, n in outcomes.items() if not k.startswith("unanswered"))
+    per_request = heap / (REQUESTS - half)
     print(
         f"\nsoak: {REQUESTS} requests in {duration:.1f}s ({REQUESTS / duration:.0f}/s), {answered} answered, "
         f"{verified}/{len(sent)} forwarded bodies verified, {intact}/{len(posted)} received bodies intact, "
-        f"{lines.count} log lines; "
-        f"RSS {before / MiB:.1f} -> {after / MiB:.1f} MiB ({(after - before) / MiB:+.1f}); "
+        f"{lines.count} log lines; RSS {before / MiB:.1f} -> {after / MiB:.1f} MiB ({(after - before) / MiB:+.1f}), "
+        f"live Python heap over the second half {heap / MiB:+.2f} MiB ({per_request:.0f} B a request); "
         f"outcomes {dict(sorted(outcomes.items()))}; errors logged {dict(lines.errors)}; "
         f"model hung {model.calls} calls, breaker {health['breaker']}, total {time.monotonic() - started:.1f}s"
     )
@@ -188,4 +240,5 @@ async def test_soak(upstream):
     assert intact == len(posted)  # and nothing it received whole differs from what was sent
     assert outcomes["200"] >= 0.85 * REQUESTS - outcomes["502 upstream_down"]
     assert lines.count == REQUESTS and lines.leaked == 0
+    assert heap < HEAP_PER_REQUEST * (REQUESTS - half), f"the live Python heap grew by {heap / MiB:.2f} MiB"
     assert after - before < RSS_BOUND, f"RSS grew by {(after - before) / MiB:.1f} MiB"

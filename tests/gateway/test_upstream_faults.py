@@ -10,6 +10,7 @@ metrics say so.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 
 import aiohttp
@@ -98,3 +99,14 @@ async def test_while_down_a_stale_copy_stands_in(make_gateway, upstream, clock):
     resp = await gw.proxy.get("/static/app.js")  # down: not tried, and the stale copy still answers
     assert resp.status == 200 and resp.headers["x-clef-cache"] == "STALE" and len(upstream.seen) == tried
     assert (await gw.proxy.get("/static/other.js")).status == 502  # nothing stored for this one
+
+
+async def test_a_client_that_hangs_up_cancels_its_request_and_is_logged_499(make_gateway, upstream, access_log):
+    gw = await make_gateway(DETECT)
+    with pytest.raises(asyncio.TimeoutError):
+        await gw.proxy.get("/hang", timeout=aiohttp.ClientTimeout(total=0.3))
+    for _ in range(200):  # the gateway notices the closed connection on its next turn of the loop
+        if access_log():
+            break
+        await asyncio.sleep(0.01)
+    assert access_log()[-1]["status"] == 499 and upstream.seen[-1].target == "/hang"
