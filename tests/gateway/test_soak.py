@@ -57,11 +57,13 @@ class Hanging(FakeModel):
     def __init__(self) -> None:
         super().__init__(scores={"allow": 0.7, "origin": 0.3})
         self.hang_now = False
+        self.hung = 0
         self.seen = deque(maxlen=8)  # FakeModel keeps every request it saw: a soak must not
 
     async def predict(self, features) -> Verdict:  # type: ignore[override]
         if self.hang_now:
             self.calls += 1
+            self.hung += 1
             await asyncio.Event().wait()
         return await super().predict(features)
 
@@ -231,7 +233,9 @@ async def test_soak(origin):
         f"{lines.count} log lines; RSS {before / MiB:.1f} -> {after / MiB:.1f} MiB ({(after - before) / MiB:+.1f}), "
         f"live Python heap over the second half {heap / MiB:+.2f} MiB ({per_request:.0f} B a request); "
         f"outcomes {dict(sorted(outcomes.items()))}; errors logged {dict(lines.errors)}; "
-        f"model hung {model.calls} calls, breaker {health['breaker']}, total {time.monotonic() - started:.1f}s"
+        f"model asked {model.calls} times, hung {model.hung} (then the breaker opened), "
+        f"breaker now {health['breaker']}, "
+        f"total {time.monotonic() - started:.1f}s"
     )
     assert answered == REQUESTS, outcomes
     allowed = {"200", "502 upstream_unreachable", "502 upstream_down", "504 upstream_timeout", "cut mid-response"}
