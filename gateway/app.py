@@ -35,8 +35,9 @@ ORIGIN_HEADER_LIMIT = 65536  # origins send large Set-Cookie and CSP headers; re
 
 
 def build_app(config: Config, clock: Callable[[], float] | None = None, model: Any = None) -> web.Application:
-    """The proxy. `clock` drives the engine's cache and breaker and the edge cache's ages (tests advance a
-    fake one); `model` replaces the bundle's model (tests use it to reach faults)."""
+    """The proxy. `clock` drives the engine's cache and breaker, the edge cache's ages, the origin's
+    passive health and the admin rate limit (tests advance a fake one); `model` replaces the bundle's
+    model (tests use it to reach faults)."""
     config.require_origin()
     app = web.Application(handler_args=handler_args(config), middlewares=[every_target])
     app[CONFIG] = config
