@@ -87,9 +87,10 @@ def refusals(app: web.Application) -> Callable[[GatewayError, str], None]:
 async def reload(app: web.Application, config: Config, model: Any = None) -> bool:
     """SIGHUP: the new config's engine built, checked and warmed, then swapped in (holder.reload)."""
     state: Holder = app[HOLDER]
+    before = state.config.origin.url
     if not await holder.reload(state, config, lambda c: create_decider(c, state.clock, model)):
         return False
-    app[ORIGIN].configure(config.origin.fail_threshold, config.origin.down_for_s)
+    app[ORIGIN].configure(config.origin.fail_threshold, config.origin.down_for_s, config.origin.url != before)
     app[METRICS].configured(config, state.current.number)
     return True
 

@@ -102,7 +102,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 async def _serve(config: Config, args: argparse.Namespace | None = None) -> None:
     stop = stop_on_signals()  # first: a SIGTERM while the model loads still ends the process cleanly
+    serving: list[Any] = []  # the running gateway, once it is; a SIGHUP before then is ignored, not fatal
+    if args is not None:
+        reload_on_sighup(lambda: load(args), serving)
     async with running(config) as gw:
+        serving.append(gw)
         model = gw.decider.health().get("model") or {}
         name = f"{model.get('name')}@{model.get('version')}" if model else "none (deciding on rules)"
         print(
@@ -110,26 +114,29 @@ async def _serve(config: Config, args: argparse.Namespace | None = None) -> None
             file=sys.stderr,
             flush=True,
         )
-        if args is not None:
-            reload_on_sighup(lambda: load(args), gw)
         await stop.wait()
+        serving.clear()  # no reloads while draining
         log.info("stopping: no new connections; up to %gs for requests in flight", config.shutdown.grace_s)
 
 
-def reload_on_sighup(settings: Callable[[], Config], gw: Any) -> None:
-    """SIGHUP: load the settings again and reload; one at a time (a second SIGHUP meanwhile waits its turn)."""
+def reload_on_sighup(settings: Callable[[], Config], serving: list[Any]) -> None:
+    """SIGHUP: load the settings again and reload the gateway in `serving`; one at a time (a second SIGHUP
+    meanwhile waits its turn). Installed before the gateway starts: SIGHUP's default would end the process."""
     loop = asyncio.get_running_loop()
     lock = asyncio.Lock()
     tasks: set[asyncio.Task] = set()
 
     async def reload() -> None:
+        if not serving:
+            log.warning("SIGHUP ignored: still starting")
+            return
         async with lock:
             try:
                 config = settings()
             except ConfigError as err:
                 log.error("reload refused, the running config stays: %s", err.message)
                 return
-            await gw.reload(config)
+            await serving[0].reload(config)
 
     def on_hup() -> None:
         task = loop.create_task(reload())

@@ -144,6 +144,9 @@ async def reload(holder: Holder, config: Config, create: Callable[[Config], Any]
     except ConfigError as err:
         log.error("reload refused, the running config stays: %s", err.message)
         return False
+    except Exception as err:  # a file that cannot be read, say: refused all the same, never half-applied
+        log.error("reload refused, the running config stays: %s: %s", type(err).__name__, err)
+        return False
     if decider.model is None and config.model.enabled and getattr(decider, "model_error", None):
         await decider.close()
         log.error("reload refused, the running config stays: model: %s", decider.model_error)

@@ -31,9 +31,12 @@ class OriginHealth:
         self.down_until: float | None = None
         self.marked_down = 0  # times, for the metrics
 
-    def configure(self, fail_threshold: int, down_for_s: float) -> None:
-        """A reload's new settings; the count so far stands (the origin did not get better by a reload)."""
+    def configure(self, fail_threshold: int, down_for_s: float, new_origin: bool = False) -> None:
+        """A reload's new settings. The count so far stands (an origin does not get better by a reload),
+        unless the reload points at another origin: what the old one did says nothing about it."""
         self.fail_threshold, self.down_for_s = fail_threshold, down_for_s
+        if new_origin:
+            self.failures, self.down_until = 0, None
 
     def down(self) -> bool:
         if self.down_until is None:
