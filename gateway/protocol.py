@@ -99,8 +99,6 @@ class GatewayProtocol(RequestHandler):
 
     def data_received(self, data: bytes) -> None:
         self.seen_bytes = True
-        if self.head_timer is None and not self._request_in_progress and not self._messages:
-            self._arm()  # the first bytes of a new request head
         if self.draining and self._request_in_progress and (self._close or self._force_close):
             # aiohttp stops reading at shutdown; the request in flight still needs the rest of its body
             closing = self._close, self._force_close
@@ -111,7 +109,10 @@ class GatewayProtocol(RequestHandler):
                 self._close, self._force_close = closing
             return
         super().data_received(data)
-        if self._messages:
+        if not self._messages:
+            if self.head_timer is None and not self._request_in_progress:
+                self._arm()  # part of a new head: header_timeout_s to be whole (a whole one costs no timer)
+        else:
             self._disarm()  # a whole head arrived
             if self._request_in_progress and isinstance(self._messages[-1][0], _ErrInfo) and self._current_request:
                 # The parser failed inside the body of the request being handled (the pure-Python parser

@@ -24,6 +24,7 @@ Short-circuits: every refusal; `admit()` sheds a request when limits.max_in_flig
 from __future__ import annotations
 
 import re
+from itertools import chain
 from typing import Any
 
 from aiohttp import web
@@ -54,7 +55,8 @@ def check(request: web.BaseRequest, limits: LimitsConfig) -> web.BaseRequest:
     if version not in VERSIONS:
         raise ClientError(f"HTTP/{version.major}.{version.minor} is not supported (HTTP/1.0 and 1.1 only)")
     headers = request.headers
-    if sum(len(k) + len(v) + 4 for k, v in request.raw_headers) > limits.max_header_bytes:
+    raw = request.raw_headers
+    if sum(map(len, chain.from_iterable(raw))) + 4 * len(raw) > limits.max_header_bytes:
         raise HeadersTooLarge(f"header lines over limits.max_header_bytes ({limits.max_header_bytes})")
     framing(headers, version)
     hosts = headers.getall("Host", ())
