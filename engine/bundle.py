@@ -17,6 +17,7 @@ from engine.errors import BundleError
 
 DEFAULT_BUNDLE = Path(__file__).with_name("bundles") / "default"
 FILES = ("model.onnx", "tokenizer.json")
+CARRIED = ("weights.pt",)  # not served; recorded when present (engine/train/weights.py: what fine-tuning starts from)
 REQUIRED = ("name", "version", "labels", "features", "max_tokens", "window", "serialization", "sha256")
 
 
@@ -124,5 +125,6 @@ def write_manifest(folder: Path, manifest: dict[str, Any]) -> dict[str, Any]:
     """Record the files' sha256 in the manifest and write bundle.json (used by export)."""
     manifest = dict(manifest)
     manifest["sha256"] = {name: sha256_file(folder / name) for name in FILES}
+    manifest["sha256"].update({name: sha256_file(folder / name) for name in CARRIED if (folder / name).is_file()})
     (folder / "bundle.json").write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n", "utf-8")
     return manifest

@@ -5,6 +5,7 @@
     → ONNX (fp32) → int8 with optimum's quantiser (dynamic and static, both measured on dev)
     → the better int8 model, calibrated block threshold, manifest with figures and the data hash
     → evaluation on corpus/test.jsonl and corpus/evasion.jsonl (never trained on), written to bundle.json
+    → weights.pt: the PyTorch weights, so `clef-gateway train --from-bundle` can fine-tune the bundle
 
 `--install` copies the result over the packaged default bundle (engine/bundles/default).
 """
@@ -28,7 +29,7 @@ import torch
 from engine import bundle as bundles
 from engine.canonical import VERSION as CANONICAL_VERSION
 from engine.labels import FEATURES
-from engine.train import calibrate
+from engine.train import calibrate, weights
 from engine.train.data import canonical_parts, encode_records, progress, read_jsonl
 from engine.train.export import export_onnx, quantize_dynamic, quantize_static
 from engine.train.loop import TrainConfig, predict, set_seed, train
@@ -170,6 +171,7 @@ def main(argv=None) -> int:
         },
         "sha256": {},
     }
+    weights.save(net, out)  # not served: what fine-tuning starts from (its sha256 goes in the manifest)
     bundles.write_manifest(out, manifest)
 
     progress("[6/6] evaluation on held-out data")
@@ -187,10 +189,10 @@ def main(argv=None) -> int:
     if args.install:
         dest = bundles.DEFAULT_BUNDLE
         dest.mkdir(parents=True, exist_ok=True)
-        for name in ("model.onnx", "tokenizer.json", "bundle.json"):
+        for name in ("model.onnx", "tokenizer.json", weights.FILE, "bundle.json"):
             shutil.copyfile(out / name, dest / name)
         progress(f"  installed as the default bundle ({dest})")
-    size = sum((out / n).stat().st_size for n in ("model.onnx", "tokenizer.json", "bundle.json"))
+    size = sum((out / n).stat().st_size for n in ("model.onnx", "tokenizer.json", "bundle.json"))  # served
     print(f"\nbundle {args.name}@{args.version} → {out}  ({size / 1e6:.2f} MB, {time.time() - t_start:.0f} s in all)")
     print(f"  trained {run['steps']:,} steps, {run['sequences']:,} sequences in {run['seconds']:.0f} s; int8 {choice}; "
           f"block threshold {threshold:.4f}")  # fmt: skip

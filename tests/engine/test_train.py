@@ -20,6 +20,8 @@ from engine.model import Model  # noqa: E402
 from engine.train.__main__ import main as train_main  # noqa: E402
 from engine.train.export import export_onnx, quantize_dynamic  # noqa: E402
 from engine.train.net import ClefNet  # noqa: E402
+from engine.train import weights  # noqa: E402
+from engine.errors import BundleError  # noqa: E402
 
 ATTACKS = [("sqli", "1' OR '1'='1"), ("sqli", "1 UNION SELECT password FROM users--"), ("xss", "<script>alert(1)</script>"),
            ("xss", "<img src=x onerror=alert(1)>"), ("path_traversal", "../../../../etc/passwd"), ("cmdi", ";cat /etc/passwd")]
@@ -69,6 +71,21 @@ def test_pipeline_writes_a_verified_int8_bundle(corpus, tmp_path):
     assert np.isclose(labels.sum(), 1.0, atol=1e-3)
     assert any(n.startswith("DynamicQuantize") or n.startswith("QuantizeLinear") or "Integer" in n
                for n in {node.op_type for node in __import__("onnx").load(str(b.model_path)).graph.node})
+    # the weights fine-tuning starts from: recorded, and the very network the int8 model was made from
+    assert m["sha256"]["weights.pt"] == bundles.sha256_file(out / "weights.pt")
+    assert (out / "weights.pt").stat().st_size < 4 << 20
+    net = weights.load(b)
+    ids = torch.from_numpy(model.encode(Features.build("GET", "/search", "q=shoes")).ids[None, :])
+    ids = torch.nn.functional.pad(ids, (0, model.padded_length(ids.shape[1]) - ids.shape[1]))
+    assert np.abs(net(ids)[0].detach().numpy() - labels).max() < 0.1
+
+
+def test_a_bundle_without_weights_cannot_be_fine_tuned(tmp_path):
+    src = bundles.load()
+    for name in ("model.onnx", "tokenizer.json", "bundle.json"):
+        (tmp_path / name).write_bytes((src.path / name).read_bytes())
+    with pytest.raises(BundleError, match="has no weights.pt.*cannot be fine-tuned.*python -m engine.train"):
+        weights.load(bundles.load(tmp_path))
 
 
 def test_exported_graph_matches_pytorch(tmp_path):
