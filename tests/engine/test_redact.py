@@ -1,0 +1,113 @@
+"""engine/redact.py: credentials leave the request and its canonical text alike, and the two still meet."""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine import redact
+from engine.canonical import normalize
+from engine.features import Features
+
+SECRET = "hunter2-Sup3rS3cret"
+JSON = (("content-type", "application/json"),)
+FORM = (("content-type", "application/x-www-form-urlencoded"),)
+MULTIPART = (("content-type", "multipart/form-data; boundary=XyZ"),)
+
+
+def multipart(*parts: tuple[str, str, str | None]) -> bytes:
+    out = b""
+    for name, value, filename in parts:
+        disp = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename else "")
+        out += f"--XyZ\r\nContent-Disposition: {disp}\r\n\r\n{value}\r\n".encode()
+    return out + b"--XyZ--\r\n"
+
+
+CASES = {
+    "bearer": Features.build("GET", "/api/me", headers=[("Authorization", f"Bearer {SECRET}")]),
+    "basic no space": Features.build("GET", "/", headers=[("Proxy-Authorization", SECRET)]),
+    "cookies": Features.build("GET", "/cart", headers=[("Cookie", f"sid={SECRET}; theme=dark; lonely")]),
+    "set-cookie": Features.build("GET", "/", headers=[("Set-Cookie", f"sid={SECRET}; Path=/")]),
+    "api key header": Features.build("GET", "/v1/items", headers=[("X-Api-Key", SECRET), ("User-Agent", "curl/8")]),
+    "query": Features.build("GET", "/login", f"user=bob&password={urllib.parse.quote(SECRET)}&next=%2F&flag"),
+    "query bracket": Features.build("GET", "/x", f"user%5Bpassword%5D={SECRET}&q=shoes"),
+    "query encoded name": Features.build("GET", "/x", f"pass%77ord={SECRET}"),
+    "form": Features.build("POST", "/login", headers=FORM, body=f"user=bob&password={SECRET}&remember=1"),
+    "form empty": Features.build("POST", "/login", headers=FORM, body="user=bob&password=&token="),
+    "json nested": Features.build("POST", "/api/users", headers=JSON, body=json.dumps(
+        {"user": {"name": "o'brien", "password": SECRET, "token": [SECRET, SECRET], "api_key": {}},
+         "items": [{"token": SECRET, "n": 2}], "otp": 123456, "note": ""})),
+    "json escaped key": Features.build("POST", "/api", headers=JSON, body='{"pass\\u0077ord": "' + SECRET + '"}'),
+    "multipart": Features.build("POST", "/signup", headers=MULTIPART, body=multipart(
+        ("email", "a@example.com", None), ("password", SECRET, None), ("avatar", "GIF89a...", "me.gif"))),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(redact.SHAPES))
+def test_each_placeholder_reads_as_its_mask(shape):
+    for plus in (False, True):
+        assert normalize(redact.SHAPES[shape], plus=plus, probe=True) == shape
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_no_secret_survives_and_the_canonical_texts_meet(name):
+    f = CASES[name]
+    r = redact.request(f)
+    raw = json.dumps([r.method, r.path, r.query, r.headers, r.body.decode("latin-1")])
+    assert SECRET not in raw and urllib.parse.quote(SECRET) not in raw
+    assert SECRET.lower() not in r.text
+    assert redact.canonical(f.text) == r.text  # what the journal stores == what training will compute
+
+
+def test_what_is_not_a_credential_is_kept_as_sent():
+    f = CASES["query"]
+    r = redact.request(f)
+    assert r.query == f"user=bob&password={redact.PLACEHOLDER}&next=%2F&flag"
+    assert r.method == f.method and r.path == f.path and r.body_size == f.body_size
+    assert "theme=dark" not in dict(redact.request(CASES["cookies"]).headers)["Cookie"]  # every cookie value goes
+    upload = redact.request(CASES["multipart"])
+    assert b"GIF89a" in upload.body and b"a@example.com" in upload.body
+
+
+def test_a_request_without_credentials_is_the_same_object():
+    f = Features.build("POST", "/api/search", headers=JSON, body=json.dumps({"q": "red shoes", "page": 2}))
+    assert redact.request(f) is f
+    assert redact.canonical(f.text) == f.text
+
+
+def test_a_long_session_id_and_a_bearer_token_read_the_same_after_redaction():
+    """The usual credentials were masked for serving anyway: the model trains on exactly what it served."""
+    f = Features.build("GET", "/account", headers=[("Authorization", "Bearer eyJraWQiOiIx.eyJzdWIiOiIx.c2ln"),
+                                                   ("Cookie", "sessionid=7f3c2a9e81b04d6fa0c5e2b19d7a4c3e81b0; "
+                                                              "csrf=550e8400-e29b-41d4-a716-446655440000")])
+    assert "[HEX]" in f.text and "[UUID]" in f.text
+    assert redact.request(f).text == f.text
+
+
+def test_configured_names_are_matched_by_their_last_component():
+    f = Features.build("POST", "/pay", headers=JSON, body=json.dumps({"card": {"holder": "Ada Lovelace"}}))
+    assert "ada lovelace" in redact.request(f).text
+    r = redact.request(f, fields=["HOLDER"])
+    assert b"Ada" not in r.body and redact.canonical(f.text, ["holder"]) == r.text
+
+
+names = st.sampled_from(["password", "token", "q", "user", "Pass%77ord", "x", "api_key", "note"])
+values = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=0x2FF), max_size=40)
+leaves = st.one_of(values, st.integers(), st.booleans(), st.none())
+docs = st.recursive(leaves, lambda kids: st.one_of(st.lists(kids, max_size=3), st.dictionaries(names, kids, max_size=3)),
+                    max_leaves=8)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(query=st.lists(st.tuples(names, values), max_size=4), doc=st.dictionaries(names, docs, max_size=4),
+       cookie=st.lists(st.tuples(st.sampled_from(["sid", "theme", ""]), values), max_size=3))  # fmt: skip
+def test_any_query_json_and_cookie_meet(query, doc, cookie):
+    q = "&".join(f"{n}={urllib.parse.quote(v)}" for n, v in query)
+    jar = "; ".join(f"{n}={urllib.parse.quote(v)}" if n else urllib.parse.quote(v) for n, v in cookie)
+    headers = [*JSON, ("Cookie", jar)] if jar else list(JSON)
+    f = Features.build("POST", "/api/x", q, headers, json.dumps(doc))
+    assert redact.canonical(f.text) == redact.request(f).text
