@@ -19,7 +19,7 @@ from typing import Any, AsyncIterator, Callable
 import aiohttp
 from aiohttp import web
 
-from gateway import admin, holder, observe
+from gateway import admin, authz, holder, observe
 from gateway.config import Config
 from gateway.edgecache import EdgeCache
 from gateway.errors import ConfigError, GatewayError
@@ -49,7 +49,10 @@ def build_app(config: Config, clock: Callable[[], float] | None = None, model: A
     app[METRICS] = Metrics(config, lambda: app[HOLDER].decider, app[EDGE], app[ORIGIN])
     app.cleanup_ctx.append(_client_session)
     app.cleanup_ctx.append(lambda app: _decider(app, clock, model))
-    app.router.add_route("*", "/{tail:.*}", handle)
+    # With an authz listener, the same app answers it (one engine, one drain): Dispatch tells them apart
+    app[authz.DISPATCH] = None if config.authz.listen is None else authz.Dispatch(handle)
+    app[authz.ENTRY] = handle if app[authz.DISPATCH] is None else app[authz.DISPATCH].handle
+    app.router.add_route("*", "/{tail:.*}", app[authz.ENTRY])
     return app
 
 
@@ -69,7 +72,7 @@ async def every_target(request: web.Request, handler: Any) -> web.StreamResponse
     """The router answers what it cannot match (CONNECT's authority-form, OPTIONS *) with a 404 of its own;
     those too must go through handle(), to be refused and logged like any other request."""
     if request.match_info.http_exception is not None:
-        return await handle(request)
+        return await request.app[authz.ENTRY](request)
     return await handler(request)
 
 

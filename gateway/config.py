@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import yaml
 
+from gateway.address import Address  # re-exported: the gateway imports it from here
 from gateway.config_cache import ResponseCacheConfig
 from gateway.config_limits import LimitsConfig, ShutdownConfig
 from gateway.config_redis import RedisCacheConfig
+from gateway.config_serve import AuthzConfig, check_workers
 from gateway.errors import ConfigError
 from gateway.schema import Bad, build, check, merge_actions, overlay
 
@@ -41,24 +43,9 @@ ENV = {
     "CLEF_LOG_LEVEL": "logging.level",
     "CLEF_REDIS_URL": "cache.redis.url",
     "CLEF_ADMIN_TOKEN": "admin.token",
+    "CLEF_WORKERS": "workers",
 }
-
-
-@dataclass(frozen=True)
-class Address:
-    host: str
-    port: int
-
-    @classmethod
-    def parse(cls, text: str) -> "Address":
-        host, sep, port = text.rpartition(":")
-        host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-        if not sep or not host or not port.isdigit() or int(port) > 65535:
-            raise Bad("", f"must be HOST:PORT, got {text!r}")
-        return cls(host, int(port))
-
-    def __str__(self) -> str:
-        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+ENV_INTEGERS = frozenset({"CLEF_WORKERS"})  # the environment's values are text; these are read as integers
 
 
 @dataclass(frozen=True)
@@ -224,6 +211,7 @@ class LoggingConfig:
 @dataclass(frozen=True)
 class Config:
     listen: Address = Address("127.0.0.1", 8080)
+    workers: int | None = None  # worker processes sharing `listen` (SO_REUSEPORT); null: one per core
     admin: AdminConfig = AdminConfig()
     origin: OriginConfig = OriginConfig()
     mode: str = "enforce"  # the default for every route
@@ -237,10 +225,16 @@ class Config:
     limits: LimitsConfig = LimitsConfig()  # config_limits.py
     shutdown: ShutdownConfig = ShutdownConfig()
     logging: LoggingConfig = LoggingConfig()
+    authz: AuthzConfig = AuthzConfig()  # the nginx auth_request / Envoy ext_authz listener (config_serve.py)
     _by_length: tuple[Route, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check(self.mode in MODES, "mode", "must be enforce or detect", self.mode)
+        check_workers(self.workers)
+        authz = self.authz.listen
+        # the authz listener is told apart from the proxy's by its port (gateway/authz.py)
+        check(authz is None or authz.port == 0 or authz.port != self.listen.port, "authz.listen",
+              "must not use the proxy listener's port", authz and str(authz))  # fmt: skip
         object.__setattr__(self, "_by_length", tuple(sorted(self.routes, key=lambda r: -len(r.prefix))))
 
     def route(self, path: str) -> Route:
@@ -298,7 +292,7 @@ def load(
 
 def from_dict(raw: Any, env: Mapping[str, str] | None = None, overrides: Mapping[str, Any] | None = None) -> Config:
     env = os.environ if env is None else env
-    layers = {var: (key, env[var]) for var, key in ENV.items() if env.get(var)}
+    layers = {var: (key, _env_value(var, env[var])) for var, key in ENV.items() if env.get(var)}
     raw, sources = overlay(raw, layers, overrides or {})
     raw = merge_actions(raw, {label: {"action": DEFAULT_ACTIONS[label]} for label in LABELS})
     try:
@@ -308,3 +302,9 @@ def from_dict(raw: Any, env: Mapping[str, str] | None = None, overrides: Mapping
         if key in sources:  # a value from the environment: say which variable to fix
             raise ConfigError(f"{key} (from {sources[key]}):{rest}") from None
         raise
+
+
+def _env_value(var: str, value: str) -> Any:
+    if var in ENV_INTEGERS and value.strip().isdigit():
+        return int(value)
+    return value  # left as text: the schema then names the key and the variable in its error

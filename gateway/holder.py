@@ -24,10 +24,10 @@ from gateway.errors import ConfigError
 
 log = logging.getLogger("clef.gateway")
 
-# What only a restart changes: sockets, the origin session, the edge cache's memory, the listener limits,
-# the log level (set once on the root logger).
-RESTART_ONLY = ("listen", "admin.listen", "limits", "shutdown", "origin.connect_timeout_s", "origin.timeout_s",
-                "origin.max_connections", "cache.responses", "logging.level")  # fmt: skip
+# What only a restart changes: sockets, the worker processes, the origin session, the edge cache's memory,
+# the listener limits, the log level (set once on the root logger).
+RESTART_ONLY = ("listen", "admin.listen", "authz.listen", "workers", "limits", "shutdown", "origin.connect_timeout_s",
+                "origin.timeout_s", "origin.max_connections", "cache.responses", "logging.level")  # fmt: skip
 
 
 @dataclass(eq=False)
