@@ -5,6 +5,10 @@ the request to the rules, so every request gets a decision at predictable latenc
 are cached: in-process, and, when a Redis URL is set, in Redis as well (engine/shared_cache.py), which
 is asked after a local miss and before the model, within its own short timeout. When the model saw only
 part of a large body, the rules scan the whole of it as well and a rules block wins.
+
+With `shadow_bundle` set, a second bundle is loaded beside the model (engine/shadow.py): it decides the
+same traffic off the request's path, for comparison before a promotion. A shadow bundle that does not
+load leaves the decider without a shadow (`shadow_error` says why); it never changes a decision.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import asyncio
 import logging
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Protocol
 
 from engine import bundle as bundles
@@ -23,6 +27,7 @@ from engine.cache import DecisionCache
 from engine.errors import EngineError
 from engine.features import Features
 from engine.model import Model
+from engine.shadow import Shadow
 from engine.shared_cache import SharedCache
 from engine.verdict import Source, Verdict
 from rules.engine import RuleEngine
@@ -48,6 +53,8 @@ class EngineSettings:
     shared_cache_url: str = ""  # Redis URL of the cache shared by replicas; "" = none
     shared_cache_timeout_ms: float = 10.0  # longest wait for Redis per read; past it, a miss
     shared_cache_prefix: str = "clef:decision:"
+    shadow_bundle: str | None = None  # a second bundle deciding alongside, off the request's path; None = none
+    shadow_max_pending: int = 64  # requests waiting for the shadow at most; more are dropped (counted)
 
 
 class Predictor(Protocol):
@@ -92,6 +99,8 @@ class Decider:
         settings: EngineSettings = EngineSettings(),
         clock: Callable[[], float] | None = None,
         model_error: str | None = None,
+        shadow: Shadow | None = None,
+        shadow_error: str | None = None,
     ):
         self.model = model
         self.rules = rules
@@ -107,6 +116,8 @@ class Decider:
             )  # fmt: skip
         self.timeout_s = settings.timeout_ms / 1000.0
         self.model_error = model_error if model is None else None
+        self.shadow = shadow
+        self.shadow_error = shadow_error if shadow is None else None
         self.counts: Counter[str] = Counter()  # decisions by source
         self.fallbacks: Counter[str] = Counter()  # rules fallbacks by reason
 
@@ -122,7 +133,19 @@ class Decider:
             except EngineError as err:
                 error = str(err)
                 log.error("model unavailable, deciding on rules alone: %s", err)
-        return cls(model, rules, settings, clock=clock, model_error=error)
+        shadow, shadow_error = cls._shadow(settings, clock)
+        return cls(model, rules, settings, clock=clock, model_error=error, shadow=shadow, shadow_error=shadow_error)
+
+    @staticmethod
+    def _shadow(settings: EngineSettings, clock: Callable[[], float] | None) -> tuple[Shadow | None, str | None]:
+        if not settings.shadow_bundle or settings.disabled:
+            return None, None
+        try:
+            runner = ModelRunner.load(replace(settings, bundle=settings.shadow_bundle, max_queue=settings.shadow_max_pending))
+        except EngineError as err:
+            log.error("shadow model unavailable, running without it: %s", err)
+            return None, str(err)
+        return Shadow(runner, settings.shadow_max_pending, settings.cache_ttl_s, clock=clock), None
 
     @property
     def model_id(self) -> str:
@@ -178,6 +201,9 @@ class Decider:
         }
         if self.shared is not None:  # a Redis that is down slows nothing: it is reported, not a 503
             out["shared_cache"] = self.shared.health()
+        if self.shadow is not None or self.shadow_error:  # reported, never a 503: it decides nothing
+            out["shadow"] = {"model": self.shadow.info(), "agreement": self.shadow_agreement()} if self.shadow \
+                else {"error": f"shadow model not loaded: {self.shadow_error}"}
         if self.settings.disabled:
             out["model_disabled"] = True
         elif self.model is None:
@@ -187,7 +213,13 @@ class Decider:
         return out
 
     def models(self) -> list[dict[str, Any]]:
-        return [self.model.info()] if self.model else []
+        live = [self.model.info()] if self.model else []
+        return live + ([{**self.shadow.info(), "shadow": True}] if self.shadow else [])
+
+    def shadow_agreement(self) -> float | None:
+        """Share of shadow decisions that matched the live label; None before the first."""
+        n = sum(self.shadow.agreement.values()) if self.shadow else 0
+        return round(sum(c for (a, b), c in self.shadow.agreement.items() if a == b) / n, 4) if n else None
 
     async def start(self) -> None:
         """Check the shared cache once, so /health says at once when Redis is unreachable."""
@@ -195,6 +227,8 @@ class Decider:
             log.warning("shared cache unreachable at start: %s", self.shared.health())
 
     async def close(self) -> None:
+        if self.shadow is not None:
+            await self.shadow.close()
         if self.model:
             await self.model.close()
         if self.shared is not None:
