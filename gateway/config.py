@@ -18,6 +18,7 @@ import yaml
 
 from gateway.address import Address  # re-exported: the gateway imports it from here
 from gateway.config_cache import ResponseCacheConfig
+from gateway.config_journal import JournalConfig
 from gateway.config_limits import LimitsConfig, ShutdownConfig
 from gateway.config_redis import RedisCacheConfig
 from gateway.config_serve import AuthzConfig, check_workers
@@ -44,6 +45,8 @@ ENV = {
     "CLEF_REDIS_URL": "cache.redis.url",
     "CLEF_ADMIN_TOKEN": "admin.token",
     "CLEF_WORKERS": "workers",
+    "CLEF_SHADOW_BUNDLE": "model.shadow_bundle",
+    "CLEF_JOURNAL_PATH": "journal.path",
 }
 ENV_INTEGERS = frozenset({"CLEF_WORKERS"})  # the environment's values are text; these are read as integers
 
@@ -101,10 +104,15 @@ class ModelConfig:
     max_tokens: int | None = None  # token budget; null = the bundle's
     timeout_ms: float = 800.0  # past it, the rules decide (and the breaker counts a failure)
     inspect_bytes: int = MiB  # body bytes read into memory and shown to the engine before deciding
+    shadow_bundle: str | None = None  # a second bundle deciding live traffic off the path, only counted and journaled
+    shadow_max_pending: int = 64  # requests waiting for the shadow model at most; more are dropped (counted)
 
     def __post_init__(self) -> None:
         if self.bundle is not None:
             check(Path(self.bundle).is_dir(), "bundle", "must be an existing folder", self.bundle)
+        if self.shadow_bundle is not None:
+            check(Path(self.shadow_bundle).is_dir(), "shadow_bundle", "must be an existing folder", self.shadow_bundle)
+        check(self.shadow_max_pending > 0, "shadow_max_pending", "must be > 0", self.shadow_max_pending)
         for name in ("threads", "max_batch", "max_queue"):
             check(getattr(self, name) > 0, name, "must be > 0", getattr(self, name))
         check(self.max_tokens is None or self.max_tokens > 0, "max_tokens", "must be > 0", self.max_tokens)
@@ -226,6 +234,7 @@ class Config:
     shutdown: ShutdownConfig = ShutdownConfig()
     logging: LoggingConfig = LoggingConfig()
     authz: AuthzConfig = AuthzConfig()  # the nginx auth_request / Envoy ext_authz listener (config_serve.py)
+    journal: JournalConfig = JournalConfig()  # the decision journal, off unless journal.path (config_journal.py)
     _by_length: tuple[Route, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -270,6 +279,8 @@ class Config:
             shared_cache_url=self.cache.redis.url,
             shared_cache_timeout_ms=self.cache.redis.timeout_ms,
             shared_cache_prefix=self.cache.redis.prefix,
+            shadow_bundle=m.shadow_bundle,
+            shadow_max_pending=m.shadow_max_pending,
         )
 
 

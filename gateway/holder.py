@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Callable
 
 from gateway.config import Address, Config
+from gateway.config_journal import RESTART_ONLY as JOURNAL_RESTART_ONLY
 from gateway.errors import ConfigError
 
 log = logging.getLogger("clef.gateway")
@@ -27,7 +28,8 @@ log = logging.getLogger("clef.gateway")
 # What only a restart changes: sockets, the worker processes, the origin session, the edge cache's memory,
 # the listener limits, the log level (set once on the root logger).
 RESTART_ONLY = ("listen", "admin.listen", "authz.listen", "workers", "limits", "shutdown", "origin.connect_timeout_s",
-                "origin.timeout_s", "origin.max_connections", "cache.responses", "logging.level")  # fmt: skip
+                "origin.timeout_s", "origin.max_connections", "cache.responses", "logging.level",
+                *JOURNAL_RESTART_ONLY)  # fmt: skip (the journal's file and writer: config_journal.py)
 
 
 @dataclass(eq=False)
@@ -150,6 +152,10 @@ async def reload(holder: Holder, config: Config, create: Callable[[Config], Any]
     if decider.model is None and config.model.enabled and getattr(decider, "model_error", None):
         await decider.close()
         log.error("reload refused, the running config stays: model: %s", decider.model_error)
+        return False
+    if getattr(decider, "shadow_error", None):  # a shadow asked for and not loaded: refused like a model
+        await decider.close()
+        log.error("reload refused, the running config stays: shadow model: %s", decider.shadow_error)
         return False
     await decider.start()
     for key in restart_only_changes(holder.config, config):
