@@ -1,13 +1,18 @@
 """The `clef-gateway` command.
 
     clef-gateway serve --origin URL [--listen HOST:PORT] [--admin HOST:PORT] [--config FILE] [--bundle DIR]
+                       [--workers N]
     clef-gateway demo [--origin URL] [--listen HOST:PORT] [--admin HOST:PORT] [--bundle DIR] [--once]
     clef-gateway check-config FILE
 
 Settings come from the config file (--config, or CLEF_CONFIG), then the environment (CLEF_ORIGIN,
-CLEF_LISTEN, CLEF_ADMIN, CLEF_MODEL_BUNDLE, CLEF_MODE, CLEF_LOG_LEVEL, CLEF_REDIS_URL, CLEF_ADMIN_TOKEN),
-then the flags. A config error prints one line naming the full key and exits 2; an address that cannot be
-bound exits 1.
+CLEF_LISTEN, CLEF_ADMIN, CLEF_MODEL_BUNDLE, CLEF_MODE, CLEF_LOG_LEVEL, CLEF_REDIS_URL, CLEF_ADMIN_TOKEN,
+CLEF_WORKERS), then the flags. A config error prints one line naming the full key and exits 2; an address
+that cannot be bound exits 1.
+
+`serve` runs `workers` processes (default: one per core); with more than one, this process is their
+parent (gateway/supervisor.py, gateway/fleet.py) and each worker is this command again, told by the
+parent which worker it is. `--workers 1` is one process, no parent.
 
 Signals, while serving: SIGHUP reads the settings again the same way and reloads (config, rules, model
 bundle; refused with a log line, the running set kept, when they do not load). SIGTERM or SIGINT stops
@@ -25,7 +30,9 @@ import sys
 from typing import Any, Callable
 
 from gateway import config as configs
+from gateway import supervisor
 from gateway.config import Config
+from gateway.config_serve import worker_count
 from gateway.errors import ConfigError
 from gateway.server import ListenError, running
 
@@ -34,7 +41,9 @@ log = logging.getLogger("clef.gateway")
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(argv)
+    args.argv = argv  # what each worker is started with
     try:
         return args.run(args)
     except ConfigError as err:
@@ -53,6 +62,7 @@ def parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="proxy requests to an origin, deciding each one")
     _common(serve)
+    serve.add_argument("--workers", metavar="N", type=int, help="worker processes (default: one per core)")
     serve.set_defaults(run=cmd_serve)
 
     demo = sub.add_parser("demo", help="run a demo origin behind the gateway and send it some requests")
@@ -76,7 +86,8 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def load(args: argparse.Namespace, base: dict[str, Any] | None = None) -> Config:
     path = args.config or os.environ.get("CLEF_CONFIG") or None
-    flags = {"origin.url": args.origin, "listen": args.listen, "admin.listen": args.admin, "model.bundle": args.bundle}
+    flags = {"origin.url": args.origin, "listen": args.listen, "admin.listen": args.admin, "model.bundle": args.bundle,
+             "workers": getattr(args, "workers", None), **supervisor.overrides()}  # a worker: what the parent says
     if path is None and base is not None:
         return configs.from_dict(base, overrides=flags)
     return configs.load(path, overrides=flags)
@@ -85,7 +96,9 @@ def load(args: argparse.Namespace, base: dict[str, Any] | None = None) -> Config
 def setup_logging(config: Config) -> None:
     """Access lines go to stdout exactly as observe writes them (JSON); everything else to stderr."""
     level = getattr(logging, config.logging.level.upper())
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    told = supervisor.told()
+    who = f" [worker {told['index']}]" if told else ""  # several processes share stderr: say which one
+    logging.basicConfig(level=level, format=f"%(asctime)s %(levelname)s %(name)s{who}: %(message)s", stream=sys.stderr)
     access = logging.getLogger("clef.access")
     access.handlers[:] = [logging.StreamHandler(sys.stdout)]
     access.setLevel(logging.INFO)
@@ -96,6 +109,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     config = load(args)
     config.require_origin()
     setup_logging(config)
+    count = worker_count(config.workers)
+    if count > 1:
+        from gateway import fleet
+
+        return asyncio.run(fleet.serve(config, args.argv, count))
+    supervisor.adopt()
     asyncio.run(_serve(config, args))
     return 0
 
@@ -105,15 +124,17 @@ async def _serve(config: Config, args: argparse.Namespace | None = None) -> None
     serving: list[Any] = []  # the running gateway, once it is; a SIGHUP before then is ignored, not fatal
     if args is not None:
         reload_on_sighup(lambda: load(args), serving)
-    async with running(config) as gw:
+    told = supervisor.told()
+    async with running(config, reuse_port=told is not None) as gw:
         serving.append(gw)
         model = gw.decider.health().get("model") or {}
         name = f"{model.get('name')}@{model.get('version')}" if model else "none (deciding on rules)"
-        print(
-            f"clef-gateway: proxy {gw.proxy_url} -> {config.origin.url}, admin {gw.admin_url}, model {name}",
-            file=sys.stderr,
-            flush=True,
-        )
+        authz = f", authz {gw.authz_url}" if gw.authz_url else ""
+        if told:  # not the gateway's own line (the parent prints that): no "->" in it
+            line = f"worker {told['index']} (pid {os.getpid()}) serving {gw.proxy_url}, own admin {gw.admin_url}"
+        else:
+            line = f"proxy {gw.proxy_url} -> {config.origin.url}, admin {gw.admin_url}"
+        print(f"clef-gateway: {line}, model {name}{authz}", file=sys.stderr, flush=True)
         await stop.wait()
         serving.clear()  # no reloads while draining
         log.info("stopping: no new connections; up to %gs for requests in flight", config.shutdown.grace_s)

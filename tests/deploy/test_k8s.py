@@ -74,6 +74,7 @@ def test_the_configmap_is_a_config_the_gateway_accepts(tmp_path, capsys):
     c = gateway_config()
     assert c.mode == "detect"  # a first rollout decides and annotates, never blocks
     assert c.model.enabled and c.cache.redis.enabled
+    assert c.workers == 1  # one process per pod, sized by its requests; the autoscaler adds pods
 
 
 def test_the_config_is_mounted_where_clef_config_points():

@@ -65,7 +65,7 @@ def test_unknown_key_from_the_process_exits_2_with_one_line(tmp_path):
 
 async def test_serve_proxies_until_terminated(upstream):
     proc = await asyncio.create_subprocess_exec(
-        *CLI, "serve", "--origin", upstream.url, "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0",
+        *CLI, "serve", "--workers", "1", "--origin", upstream.url, "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0",
         env=env(CLEF_MODE="detect"), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:

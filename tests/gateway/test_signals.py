@@ -76,7 +76,7 @@ async def serve(tmp_path):
     async def start(config: Path) -> Serving:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CLEF_")}
         proc = await asyncio.create_subprocess_exec(
-            *CLI, "serve", "--config", str(config), env={**env, "PYTHONPATH": str(ROOT)},
+            *CLI, "serve", "--workers", "1", "--config", str(config), env={**env, "PYTHONPATH": str(ROOT)},
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
         serving = Serving(proc)
