@@ -141,7 +141,8 @@ class Decider:
         if not settings.shadow_bundle or settings.disabled:
             return None, None
         try:
-            runner = ModelRunner.load(replace(settings, bundle=settings.shadow_bundle, max_queue=settings.shadow_max_pending))
+            shadow = replace(settings, bundle=settings.shadow_bundle, max_queue=settings.shadow_max_pending)
+            runner = ModelRunner.load(shadow)
         except EngineError as err:
             log.error("shadow model unavailable, running without it: %s", err)
             return None, str(err)
@@ -202,8 +203,10 @@ class Decider:
         if self.shared is not None:  # a Redis that is down slows nothing: it is reported, not a 503
             out["shared_cache"] = self.shared.health()
         if self.shadow is not None or self.shadow_error:  # reported, never a 503: it decides nothing
-            out["shadow"] = {"model": self.shadow.info(), "agreement": self.shadow_agreement()} if self.shadow \
+            out["shadow"] = (
+                {"model": self.shadow.info(), "agreement": self.shadow_agreement()} if self.shadow
                 else {"error": f"shadow model not loaded: {self.shadow_error}"}
+            )  # fmt: skip
         if self.settings.disabled:
             out["model_disabled"] = True
         elif self.model is None:

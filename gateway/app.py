@@ -1,8 +1,9 @@
 """Wiring: build_app(config) for the proxy listener, build_admin_app(config, proxy) for the admin one.
 
 The long-lived objects are made once, in cleanup_ctx, and closed on shutdown: one HTTP client session
-towards the origin and one Decider (its model, cache and breaker inside), kept in a Holder (holder.py)
-with the config it was built from, so that `reload()` can swap both whole. The edge response cache, the
+towards the origin, the decision journal's writer (when journal.path is set: one thread, restart-only) and
+one Decider (its model, cache, breaker and shadow model inside), kept in a Holder (holder.py) with the
+config it was built from, so that `reload()` can swap both whole. The edge response cache, the
 origin's passive health and the metrics hold no connections or threads, so they are made with the app
 itself. The admin app owns nothing: it reads the proxy app's Holder, metrics, edge cache and origin
 health, so both listeners see the same state, and nothing on the admin listener is reachable through the
@@ -23,7 +24,7 @@ from gateway import admin, authz, holder, observe
 from gateway.config import Config
 from gateway.edgecache import EdgeCache
 from gateway.errors import ConfigError, GatewayError
-from gateway.exchange import CLOCK, CONFIG, EDGE, HOLDER, METRICS, ORIGIN, SESSION
+from gateway.exchange import CLOCK, CONFIG, EDGE, HOLDER, JOURNAL, METRICS, ORIGIN, SESSION
 from gateway.holder import Holder
 from gateway.metrics import Metrics
 from gateway.origin_health import OriginHealth
@@ -48,6 +49,7 @@ def build_app(config: Config, clock: Callable[[], float] | None = None, model: A
     app[ORIGIN] = OriginHealth(config.origin.fail_threshold, config.origin.down_for_s, clock=clock)
     app[METRICS] = Metrics(config, lambda: app[HOLDER].decider, app[EDGE], app[ORIGIN])
     app.cleanup_ctx.append(_client_session)
+    app.cleanup_ctx.append(_journal)  # before the engine: closed after it, once the shadow's last rows are in
     app.cleanup_ctx.append(lambda app: _decider(app, clock, model))
     # With an authz listener, the same app answers it (one engine, one drain): Dispatch tells them apart
     app[authz.DISPATCH] = None if config.authz.listen is None else authz.Dispatch(handle)
@@ -117,6 +119,25 @@ async def _client_session(app: web.Application) -> AsyncIterator[None]:
     app[SESSION] = session
     yield
     await session.close()
+
+
+async def _journal(app: web.Application) -> AsyncIterator[None]:
+    """The decision journal's writer thread (journal.path), when set; a file that cannot be opened stops
+    the start like any other config error."""
+    from engine.journal import JournalError
+    from engine.journal_writer import JournalWriter
+
+    settings = app[CONFIG].journal
+    writer = None
+    if settings.enabled:
+        try:
+            writer = await asyncio.to_thread(JournalWriter, settings.settings())
+        except JournalError as err:
+            raise ConfigError(f"journal.path: {err}") from None
+    app[JOURNAL] = app[METRICS].journal = writer
+    yield
+    if writer is not None:
+        await asyncio.to_thread(writer.close)  # what is queued is written first
 
 
 async def _decider(app: web.Application, clock: Callable[[], float] | None, model: Any) -> AsyncIterator[None]:

@@ -7,10 +7,17 @@ and how many bytes went by.
 
 The config and decider come from the app's Holder, once, at begin(): a reload while the request is in
 flight does not change them under it, and `finish()` tells the Holder the request is done.
+
+Each request gets an `id`, unique across processes and restarts (a random prefix per process, then a
+counter): the access-log line and the decision journal carry it, so a logged request's journal entry can
+be found.
 """
 
 from __future__ import annotations
 
+import itertools
+import os
+import secrets
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
@@ -33,8 +40,26 @@ SESSION: web.AppKey[ClientSession] = web.AppKey("clef_session", ClientSession)
 CLOCK: web.AppKey[Callable[[], float]] = web.AppKey("clef_clock", object)
 EDGE: web.AppKey[Any] = web.AppKey("clef_edge_cache", object)  # gateway.edgecache.EdgeCache, or None when off
 METRICS: web.AppKey[Any] = web.AppKey("clef_metrics", object)  # gateway.metrics.Metrics
+JOURNAL: web.AppKey[Any] = web.AppKey("clef_journal", object)  # engine.journal_writer.JournalWriter, or None when off
 
 STAMPED = frozenset({"features", "verdict", "action", "headers", "response"})
+
+
+class _Ids:
+    """Request ids: 12 random hex digits per process, then a hex counter. A forked child draws its own."""
+
+    def __init__(self) -> None:
+        self.reset()
+        os.register_at_fork(after_in_child=self.reset)
+
+    def reset(self) -> None:
+        self.prefix, self.count = secrets.token_hex(6), itertools.count(1)
+
+    def __call__(self) -> str:
+        return f"{self.prefix}{next(self.count):x}"
+
+
+request_id = _Ids()
 
 
 @dataclass(eq=False, init=False)
@@ -48,6 +73,8 @@ class Exchange:
     metrics: Any = None
     origin: Any = None  # the origin's passive health, asked before and told after each attempt
     holder: Any = None
+    journal: Any = None  # the decision journal's writer, when journal.path is set
+    id: str = ""  # this request's id: in the access log and the journal
     generation: Any = None  # the Holder's Generation this request entered with
     deadline: Any = None  # parse.Deadline: the body's time limits, from its first byte to its last
     stamps: dict[str, float] = field(default_factory=dict)  # set by __init__, before any stamped field
@@ -95,6 +122,8 @@ class Exchange:
             metrics=app.get(METRICS),
             origin=app.get(ORIGIN),
             holder=holder,
+            journal=app.get(JOURNAL),
+            id=request_id(),
             generation=generation,
             route=config.route(request.raw_path.partition("?")[0]),
             started=clock(),

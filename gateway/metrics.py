@@ -24,6 +24,9 @@ count themselves, which is read, not copied on every request.
     (refused before the pipeline: parse errors, slow heads, connections over the limit)
     clef_origin_up (1 up, 0 marked down by passive health), clef_origin_failures (in a row),
     clef_origin_marked_down_total, clef_config_generation (1, then +1 per reload)
+    clef_shadow_agreement_total{live,shadow}, clef_shadow_dropped_total, clef_shadow_failed_total (with
+    model.shadow_bundle); clef_journal_written_total, clef_journal_dropped_total, clef_journal_failed_total,
+    clef_journal_queued (with journal.path)
 """
 
 from __future__ import annotations
@@ -119,6 +122,7 @@ class Metrics:
         self.generation = 1
         self.configured(config)
         self.origin = origin
+        self.journal: Any = None  # the journal's writer, set by app.py once it runs
         self._decider = decider
         self._batches: Any = None  # the batcher's recent batch sizes, found once the engine is up
         self.registry = CollectorRegistry(auto_describe=True)
@@ -208,6 +212,8 @@ class _State:
             yield GaugeMetricFamily("clef_origin_failures", "Origin failures in a row", value=m.origin.failures)
             yield CounterMetricFamily("clef_origin_marked_down", "Times the origin was marked down",
                                       value=m.origin.marked_down)  # fmt: skip
+        if m.journal is not None:
+            yield from self.journal_series(m.journal)
         decider = self.decider()
         if decider is not None:
             yield from self.engine(decider)
@@ -233,6 +239,29 @@ class _State:
         yield CounterMetricFamily("clef_decision_cache_hits", "Decision cache hits", value=cache.hits)
         yield CounterMetricFamily("clef_decision_cache_misses", "Decision cache misses", value=cache.misses)
         yield GaugeMetricFamily("clef_decision_cache_entries", "Decisions cached", value=len(cache))
+        if getattr(decider, "shadow", None) is not None:
+            yield from self.shadow_series(decider.shadow)
+
+    def journal_series(self, writer: Any) -> Iterator[Metric]:
+        yield CounterMetricFamily("clef_journal_written", "Decisions written to the journal", value=writer.written)
+        yield CounterMetricFamily("clef_journal_dropped", "Decisions not journaled: the writer's queue was full",
+                                  value=writer.dropped)  # fmt: skip
+        yield CounterMetricFamily("clef_journal_failed", "Decisions the journal could not write (disk, lock)",
+                                  value=writer.failed)  # fmt: skip
+        yield GaugeMetricFamily("clef_journal_queued", "Decisions waiting for the journal's writer",
+                                value=writer.queued)  # fmt: skip
+
+    def shadow_series(self, shadow: Any) -> Iterator[Metric]:
+        agreement = CounterMetricFamily("clef_shadow_agreement", "Shadow model decisions beside the live ones, by "
+                                        "live and shadow label", labels=("live", "shadow"))  # fmt: skip
+        for (live, other), n in sorted(shadow.agreement.items()):
+            agreement.add_metric((live, other), n)
+        yield agreement
+        yield CounterMetricFamily("clef_shadow_dropped", "Requests the busy shadow model skipped", value=shadow.dropped)
+        yield CounterMetricFamily("clef_shadow_failed", "Shadow model calls that failed", value=shadow.failed)
+        info = shadow.info()
+        yield InfoMetricFamily("clef_shadow_model", "The shadow model", value={
+            "name": str(info.get("name", "")), "version": str(info.get("version", ""))})  # fmt: skip
 
     def edge_cache(self, edge: EdgeCache) -> Iterator[Metric]:
         s = edge.stats

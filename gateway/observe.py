@@ -5,8 +5,9 @@ response (the client went away), with an error (502, 504, a cut stream). Output:
 move (gateway/metrics.py) and one JSON line goes to the `clef.access` logger (the CLI prints those lines
 to stdout as they are). Never raises: a request must not fail because it could not be logged.
 
-Fields: time, client, method, path (without the query unless `logging.log_query`: queries carry secrets
-and payloads, and the decision already says what was in them), status, bytes_in, bytes_out, decision,
+Fields: time, id (the request's; its decision journal entry has the same), client, method, path
+(without the query unless `logging.log_query`: queries carry secrets and payloads, and the decision
+already says what was in them), status, bytes_in, bytes_out, decision,
 confidence, features, source, model, tokens (when the model read the request), action, intended, mode,
 route, cache (what the edge cache did), decision_ms (deciding: the model's time, batching included, when
 source is model; the cache's, rules' or override's otherwise), upstream_status,
@@ -21,6 +22,9 @@ request the pipeline saw: a head aiohttp's parser rejected, a slowloris head, a 
 What never appears: a body, a query (unless asked for), a header value. Error messages are the gateway's
 own sentences; none quotes request bytes.
 
+After the metrics, the decision is handed to the shadow model and the decision journal when they are on
+(gateway/learning.py): a task and a queue put, never a wait.
+
 Short-circuits: nothing; it runs last, in handle()'s finally.
 """
 
@@ -31,6 +35,8 @@ import logging
 import random
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
+
+from gateway import learning
 
 if TYPE_CHECKING:
     from gateway.config import Config
@@ -52,6 +58,11 @@ def record(ex: Exchange) -> None:
             ex.metrics.observe(ex)
         except Exception:  # nor are metrics
             errors.exception("could not record the metrics")
+    if ex.journal is not None or getattr(ex.decider, "shadow", None) is not None:
+        try:
+            learning.hand_off(ex)
+        except Exception:  # nor is learning from it
+            errors.exception("could not hand the decision to the shadow model or the journal")
     settings = ex.config.logging
     if not settings.access_log or not log.isEnabledFor(logging.INFO) or not sampled(ex, settings.sample_allowed):
         return
@@ -92,6 +103,7 @@ def entry(ex: Exchange, log_query: bool = False) -> dict[str, Any]:
     request, verdict, action = ex.request, ex.verdict, ex.action
     line: dict[str, Any] = {
         "time": _now(),
+        "id": ex.id,
         "client": request.remote or "",
         "method": request.method,
         "path": request.raw_path if log_query else request.raw_path.partition("?")[0],
@@ -121,9 +133,9 @@ def entry(ex: Exchange, log_query: bool = False) -> dict[str, Any]:
     return line
 
 
-FIELDS = ("time", "client", "method", "path", "status", "bytes_in", "bytes_out", "decision", "confidence",
-          "features", "source", "model", "tokens", "action", "intended", "mode", "route", "cache", "decision_ms",
-          "upstream_status", "upstream_ms", "total_ms")  # fmt: skip
+FIELDS = ("time", "id", "client", "method", "path", "status", "bytes_in", "bytes_out", "decision",
+          "confidence", "features", "source", "model", "tokens", "action", "intended", "mode", "route", "cache",
+          "decision_ms", "upstream_status", "upstream_ms", "total_ms")  # fmt: skip
 
 
 def _now() -> str:
