@@ -23,7 +23,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from engine import bundle as bundles
@@ -69,6 +68,35 @@ def canonical_cached(source: Path, records: list[dict], args, name: str) -> list
     return parts
 
 
+def finish(out: Path, corpus: Path, install: bool) -> dict:
+    """Evaluate a written bundle on the held-out splits, record the figures in its bundle.json, and
+    optionally install it as the packaged default. Also runs alone: `--finish` on an existing bundle."""
+    progress("[6/6] evaluation on held-out data")
+    from engine.eval import evaluate, table
+
+    manifest = bundles.load(out).manifest
+    figures = {}
+    for name in ("test", "evasion"):
+        path = corpus / f"{name}.jsonl"
+        if path.exists():
+            res = evaluate(out, path)
+            keep = ("records", "tpr", "fpr", "balanced_accuracy", "routing_accuracy", "per_class", "latency")
+            figures[name] = {k: res[k] for k in keep}
+            print(table(res))
+    manifest["eval"] = figures
+    manifest = bundles.write_manifest(out, manifest)
+    if install:
+        dest = bundles.DEFAULT_BUNDLE
+        dest.mkdir(parents=True, exist_ok=True)
+        for old in dest.iterdir():
+            old.unlink()
+        for name in ("model.onnx", "tokenizer.json", weights.FILE, "bundle.json"):
+            if (out / name).exists():
+                shutil.copyfile(out / name, dest / name)
+        progress(f"  installed as the default bundle ({dest})")
+    return manifest
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m engine.train", description="Train a clef-gateway model bundle.")
     ap.add_argument("--corpus", default="work/corpus", help="folder with train.jsonl (and test.jsonl, evasion.jsonl)")
@@ -85,11 +113,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--target-fpr", type=float, default=0.001, help="benign FPR the block threshold is calibrated to")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--install", action="store_true", help="copy the bundle over engine/bundles/default")
+    ap.add_argument("--finish", action="store_true", help="no training: evaluate the bundle at --out (and --install it)")
     return ap.parse_args(argv)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.finish:
+        finish(Path(args.out), Path(args.corpus), args.install)
+        return 0
     t_start = time.time()
     torch.set_num_threads(args.threads)
     set_seed(args.seed)
@@ -174,24 +206,7 @@ def main(argv=None) -> int:
     weights.save(net, out)  # not served: what fine-tuning starts from (its sha256 goes in the manifest)
     bundles.write_manifest(out, manifest)
 
-    progress("[6/6] evaluation on held-out data")
-    from engine.eval import evaluate, table
-
-    figures = {}
-    for name in ("test", "evasion"):
-        path = corpus / f"{name}.jsonl"
-        if path.exists():
-            res = evaluate(out, path)
-            figures[name] = {k: res[k] for k in ("records", "tpr", "fpr", "balanced_accuracy", "routing_accuracy", "per_class", "latency")}
-            print(table(res))
-    manifest["eval"] = figures
-    manifest = bundles.write_manifest(out, manifest)
-    if args.install:
-        dest = bundles.DEFAULT_BUNDLE
-        dest.mkdir(parents=True, exist_ok=True)
-        for name in ("model.onnx", "tokenizer.json", weights.FILE, "bundle.json"):
-            shutil.copyfile(out / name, dest / name)
-        progress(f"  installed as the default bundle ({dest})")
+    finish(out, corpus, args.install)
     size = sum((out / n).stat().st_size for n in ("model.onnx", "tokenizer.json", "bundle.json"))  # served
     print(f"\nbundle {args.name}@{args.version} → {out}  ({size / 1e6:.2f} MB, {time.time() - t_start:.0f} s in all)")
     print(f"  trained {run['steps']:,} steps, {run['sequences']:,} sequences in {run['seconds']:.0f} s; int8 {choice}; "
