@@ -5,6 +5,7 @@
     GET  /v1/models       {"models": [{name, version, labels, features, ...}]}
     POST /v1/decision     {"input": ..., "max_tokens": n} → {"decision": {...}} or {"decisions": [...]}
     POST /v1/cache/purge  {"url": "/exact/path?q"} or {"prefix": "/static/"} → {"purged": n}
+    GET  /v1/journal, POST /v1/journal/{id}/label   the decision journal (gateway/admin_journal.py)
 
 Errors are JSON {"error": {"type", "message"}}: 400 bad JSON or types, 401 a missing or wrong token,
 413 body over `admin.max_body_bytes`, 422 an invalid input, 429 over the decision rate (with Retry-After),
@@ -91,6 +92,9 @@ def build(
     app.router.add_get("/v1/models", models)
     app.router.add_post("/v1/decision", decision)
     app.router.add_post("/v1/cache/purge", purge)
+    from gateway import admin_journal  # it reads this module's keys: imported once both exist
+
+    admin_journal.add_routes(app)
     return app
 
 

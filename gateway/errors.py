@@ -2,7 +2,7 @@
 
     GatewayError           has .response()
     ├── ConfigError        startup and reloads only
-    ├── ClientError        400 (and the 4xx below: 401, 408, 413, 422, 429, 431)
+    ├── ClientError        400 (and the 4xx below: 401, 404, 408, 413, 422, 429, 431)
     ├── UpstreamError      502 / 504 (UpstreamDown: 502 at once while the origin is marked down)
     ├── ClientGone         499, for the log only
     ├── Overloaded         503 + Retry-After: more requests in flight than limits.max_in_flight
@@ -131,6 +131,14 @@ class TooManyRequests(ClientError):
 
     status = 429
     kind = "rate_limited"
+    closes = False
+
+
+class NotFound(ClientError):
+    """The admin API has no such thing (a journal entry); or the feature behind it is off."""
+
+    status = 404
+    kind = "not_found"
     closes = False
 
 
