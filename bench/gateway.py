@@ -1,6 +1,7 @@
 """Gateway benchmark: throughput and latency of clef-gateway against nginx and nginx + ModSecurity + CRS.
 
     python bench/gateway.py [--snapshot] [--rounds 3] [--duration 8] [--rate-fractions 0.25,0.5] [--quick]
+                            [--workers 1,2]
 
 Starts real processes on loopback, in a temp dir, and ends every one of them when it finishes, fails or is
 interrupted (Ctrl-C, SIGTERM): one nginx origin that answers 200 with a 1 KiB body, and in front of it
@@ -13,9 +14,11 @@ interrupted (Ctrl-C, SIGTERM): one nginx origin that answers 200 with a 1 KiB bo
     clef-off    clef-gateway with decisions disabled (model.enabled: false; the rules decide every request)
     clef-proxy  clef-gateway with an allow-all operator override: no model, no rules, the proxy path alone
 
-clef-gateway runs as one process (it has no --workers option) in detect mode unless --enforce, so a request
-the model would block still goes the whole way to the origin; nginx runs one worker. --snapshot runs the
-gateway from a clean `git archive` of HEAD instead of the working tree (others' uncommitted edits).
+clef-gateway runs as one process (`serve --workers 1`) in detect mode unless --enforce, so a request the
+model would block still goes the whole way to the origin; nginx runs one worker. `--workers 1,2` runs each
+clef-* configuration once per worker count, side by side in the same interleaved rounds (`clef-cold-w2`:
+clef-cold with 2 workers), and reports each count's throughput over one worker's, per round. --snapshot
+runs the gateway from a clean `git archive` of HEAD instead of the working tree (others' uncommitted edits).
 
 Each is loaded by wrk (closed loop: `--connections` connections, one wrk thread, for `--duration` seconds
 or `--max-requests` requests, whichever ends first) with GET and with a 1 KiB JSON POST; the same Lua
@@ -128,13 +131,52 @@ def throughput_round(servers: dict[str, Server], runner: Runner, configs: list[s
     rows = []
     for name in configs:
         for method in METHODS:
-            r = runner.wrk(servers[name], method, "mix" if name == "clef-mix" else "cold")
+            r = runner.wrk(servers[name], method, "mix" if base(name) == "clef-mix" else "cold")
             r.update(config=name, method=method, round=rnd)
             rows.append(r)
             log(f"  round {rnd} {name:<10} {method:<4} {r['rps']:>9,.0f} req/s  p50 {r['p50_ms']:.2f} ms  p99 "
                 f"{r['p99_ms']:.2f} ms  non-2xx {r['non_2xx']}  server CPU {r['server_cpu_us_per_request']} µs/req  "
                 f"load {r['load_avg_before']}->{r['load_avg_after']}  {r.get('counters', '')}")  # fmt: skip
     return rows
+
+
+def base(name: str) -> str:
+    """The configuration a worker-count variant belongs to: clef-cold-w2 -> clef-cold."""
+    head, sep, n = name.rpartition("-w")
+    return head if sep and n.isdigit() else name
+
+
+def with_workers(configs: list[str], counts: list[int]) -> tuple[list[str], dict[str, str]]:
+    """Each clef-* configuration once per worker count (1: its own name, n: name-wN), with descriptions."""
+    names, described = [], {}
+    for c in configs:
+        for n in counts if c.startswith("clef-") else [1]:
+            name = c if n == 1 else f"{c}-w{n}"
+            names.append(name)
+            many = c.startswith("clef-") and len(counts) > 1
+            described[name] = CONFIGS[c] + (f", {n} worker{'s' if n > 1 else ''}" if many else "")
+    return names, described
+
+
+def scaling(rows: list[dict], throughput: dict) -> dict:
+    """name-wN -> method -> its req/s over the one-worker name's, per round (the same conditions), median."""
+    out: dict = {}
+    for name in throughput:
+        if base(name) == name or base(name) not in throughput:
+            continue
+        for method in METHODS:
+            if t := ratio_target(rows, method, name, base(name), 0.0):
+                mine = throughput[name].get(method, {})
+                out.setdefault(name, {})[method] = {
+                    "ratio": t["ratio"], "per_round": t["per_round"], "measured": t["measured"],
+                    "rps": mine.get("rps", 0), "server_cpu_us_per_request": mine.get("server_cpu_us_per_request"),
+                }  # fmt: skip
+    return out
+
+
+def _processes(settings: dict) -> str:
+    counts = settings.get("gateway_workers", [settings.get("gateway_processes", 1)])
+    return "1 process" if counts == [1] else f"{' and '.join(map(str, counts))} worker processes"
 
 
 def rate_key(method: str, fraction: float) -> str:
@@ -147,7 +189,7 @@ def rate_round(servers: dict[str, Server], runner: Runner, configs: list[str], m
     for fraction in fractions:
         for method in METHODS:
             rate = fraction * max_rps[method]
-            for name in [c for c in ("origin", "nginx", "clef-cold", "clef-off", "clef-proxy") if c in configs]:
+            for name in [c for c in configs if base(c) in ("origin", "nginx", "clef-cold", "clef-off", "clef-proxy")]:
                 r = runner.fixed_rate(servers[name], method, rate)
                 r.update(config=name, method=method, fraction=fraction, key=rate_key(method, fraction), round=rnd)
                 rows.append(r)
@@ -203,7 +245,9 @@ def main(argv=None) -> int:
         action="store_true",
         help="run clef-gateway from a clean `git archive HEAD` export, not the working tree",
     )
-    ap.add_argument("--nginx-workers", type=int, default=1, help="nginx worker processes (clef-gateway runs one)")
+    ap.add_argument("--nginx-workers", type=int, default=1, help="nginx worker processes")
+    ap.add_argument("--workers", default="1", help="clef-gateway worker processes, comma-separated (e.g. 1,2): "
+                    "each clef-* configuration runs once per count, in the same rounds")  # fmt: skip
     ap.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated subset of " + ",".join(CONFIGS))
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     ap.add_argument("--quick", action="store_true", help="3 s runs, for a smoke test (figures not for recording)")
@@ -219,6 +263,8 @@ def main(argv=None) -> int:
     args.rate_fractions = [float(f) for f in args.rate_fractions.split(",") if f]
     if unknown := set(configs) - set(CONFIGS):
         ap.error(f"unknown configs: {', '.join(sorted(unknown))}")
+    args.workers = [int(n) for n in args.workers.split(",") if n]
+    configs, args.descriptions = with_workers(configs, args.workers)
     require("nginx", "wrk")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -235,19 +281,22 @@ def main(argv=None) -> int:
             servers["modsec"] = procs.nginx_proxy(servers["origin"], modsecurity=True)
         args.code = git_state(args.snapshot)
         code = procs.snapshot(args.code["commit"]) if args.snapshot else ROOT
-        if {"clef-cold", "clef-mix"} & set(configs):
-            servers["clef-cold"] = servers["clef-mix"] = procs.gateway(servers["origin"], extra=f"mode: {mode}\n",
-                                                                       code=code)  # fmt: skip
-        if "clef-off" in configs:
-            servers["clef-off"] = procs.gateway(servers["origin"], enabled=False, extra=f"mode: {mode}\n", code=code)
-        if "clef-proxy" in configs:
-            servers["clef-proxy"] = procs.gateway(servers["origin"], enabled=False, name="clef-proxy", code=code,
-                                                  extra=f"mode: {mode}\n{PROXY_ONLY}")  # fmt: skip
+        for n in args.workers:
+            w = "" if n == 1 else f"-w{n}"
+            if {f"clef-cold{w}", f"clef-mix{w}"} & set(configs):
+                servers[f"clef-cold{w}"] = servers[f"clef-mix{w}"] = procs.gateway(
+                    servers["origin"], name=f"clef{w}", extra=f"mode: {mode}\n", code=code, workers=n)
+            if f"clef-off{w}" in configs:
+                servers[f"clef-off{w}"] = procs.gateway(servers["origin"], enabled=False, name=f"clef-off{w}",
+                                                        extra=f"mode: {mode}\n", code=code, workers=n)
+            if f"clef-proxy{w}" in configs:
+                servers[f"clef-proxy{w}"] = procs.gateway(servers["origin"], enabled=False, name=f"clef-proxy{w}",
+                                                          code=code, extra=f"mode: {mode}\n{PROXY_ONLY}", workers=n)
         model = {}
-        if "clef-cold" in servers:
-            model = servers["clef-cold"].admin_json("/health").get("model") or {}
+        if cold := next((c for c in configs if base(c) == "clef-cold"), None):
+            model = servers[cold].admin_json("/health").get("model") or {}
         for name in configs:
-            log(f"  {name:<10} {servers[name].url}  {CONFIGS[name]}")
+            log(f"  {name:<13} {servers[name].url}  {args.descriptions[name]}")
         runner = Runner(args, procs, load.lua_script(procs.tmp / "requests.lua"))
 
         rows = []
@@ -255,7 +304,7 @@ def main(argv=None) -> int:
             rows += throughput_round(servers, runner, configs, rnd)
         med = medians(rows, ("rps", "p50_ms", "p90_ms", "p99_ms", "server_cpu_us_per_request"))
         rate_rows = []
-        if "clef-cold" in med and "origin" in configs:
+        if "clef-cold" in med and "origin" in configs and args.rate_fractions:
             max_rps = {m: med["clef-cold"][m]["rps"] for m in METHODS}
             for rnd in range(1, args.rounds + 1):
                 rate_rows += rate_round(servers, runner, configs, max_rps, args.rate_fractions, rnd)
@@ -313,6 +362,7 @@ def derive(res: dict) -> dict:
                 "met": a["added_p50_ms"] <= 2 and a["added_p99_ms"] <= 10,
             }  # fmt: skip
     res["targets"] = targets
+    res["scaling"] = scaling(rows, res["throughput"])
     loads = [r[k] for r in rows + rate_rows for k in ("load_avg_before", "load_avg_after")]
     res["machine"]["load_avg_1min_during_runs"] = [min(loads), round(statistics.median(loads), 2), max(loads)]
     return res
@@ -330,10 +380,10 @@ def summarise(args, cores, mode, model, rows, rate_rows) -> dict:
         "model": f"{model.get('name')}@{model.get('version')}" if model else None,
         "settings": {"duration_s": args.duration, "warmup_s": args.warmup, "connections": args.connections,
                      "wrk_threads": 1, "rounds": args.rounds, "max_requests": args.max_requests,
-                     "nginx_workers": args.nginx_workers, "gateway_processes": 1, "gateway_mode": mode,
+                     "nginx_workers": args.nginx_workers, "gateway_workers": args.workers, "gateway_mode": mode,
                      "rate_fractions": args.rate_fractions, "rate_duration_s": args.rate_duration,
                      "post_body_bytes": len(load.POST_BODY), "origin_body_bytes": 1024, "quick": args.quick},
-        "configs": {k: CONFIGS[k] for k in configs},
+        "configs": {k: args.descriptions[k] for k in configs},
         "runs": rows,
         "fixed_rate_runs": rate_rows,
     })  # fmt: skip
@@ -352,8 +402,8 @@ def table(res: dict) -> str:
     lo, mid, hi = m.get("load_avg_1min_during_runs", [0, 0, 0])
     lines = [f"{m['cores']} cores, shared with other work and with the load generator (1-min load average "
              f"{lo}-{hi}, median {mid}); {st['rounds']} round(s), "
-             f"{st['duration_s']} s wrk runs ({st['connections']} connections), medians; clef-gateway: 1 process, "
-             f"{st['gateway_mode']} mode, model {res['model']}", "",
+             f"{st['duration_s']} s wrk runs ({st['connections']} connections), medians; clef-gateway: "
+             f"{_processes(st)}, {st['gateway_mode']} mode, model {res['model']}", "",
              "| configuration | GET req/s | GET p50 / p90 / p99 ms | POST 1 KiB req/s | POST p50 / p90 / p99 ms "
              "| server CPU µs/req GET / POST |", "|---|---|---|---|---|---|"]  # fmt: skip
 
@@ -378,6 +428,13 @@ def table(res: dict) -> str:
                         f"{a['added_p50_ms']:+.2f} / {a['added_p90_ms']:+.2f} / {a['added_p99_ms']:+.2f}" if a else "–"
                     )
                     lines.append(f"| {res['configs'][cfg]} | {key} | {r['rate']:,.0f} | {lat(r)} | {add} |")
+    if res.get("scaling"):
+        lines += ["", "Workers: throughput over one worker's, and server CPU per request (per round, then the median):",
+                  "", "| configuration | method | req/s | x one worker | server CPU µs/req |", "|---|---|---|---|---|"]
+        for cfg, by in res["scaling"].items():
+            for method, sc in by.items():
+                lines.append(f"| {res['configs'][cfg]} | {method} | {sc['rps']:,.0f} | {sc['measured']} | "
+                             f"{sc['server_cpu_us_per_request']} |")  # fmt: skip
     if res["targets"]:
         lines += ["", "| target | measured | met |", "|---|---|---|"]
         lines += [f"| {k} | {t['measured']} | {'yes' if t['met'] else 'no'} |" for k, t in res["targets"].items()]
@@ -430,7 +487,8 @@ def chart(res: dict, path: Path) -> None:
         ax[2].grid(True, axis="x", alpha=0.3)
         ax[2].legend(fontsize=7)
     lo, mid, hi = res["machine"].get("load_avg_1min_during_runs", [0, 0, 0])
-    fig.suptitle(f"clef-gateway (1 process) vs nginx and nginx + ModSecurity CRS PL1 — {res['machine']['cores']} "
+    fig.suptitle(f"clef-gateway ({_processes(res['settings'])}) vs nginx and nginx + ModSecurity CRS PL1 — "
+                 f"{res['machine']['cores']} "
                  f"cores shared with other work and with the load generator (load average {lo}-{hi})",
                  fontsize=10)  # fmt: skip
     fig.tight_layout()

@@ -273,8 +273,8 @@ Include {CRS_RULES}/*.conf
         return d
 
     def gateway(self, origin: Server, enabled: bool = True, name: str | None = None, extra: str = "",
-                code: Path = ROOT) -> Server:  # fmt: skip
-        """clef-gateway serve from `code`, one process (the default), access log on (to /dev/null)."""
+                code: Path = ROOT, workers: int = 1) -> Server:  # fmt: skip
+        """clef-gateway serve from `code` with `workers` processes (1: no parent), access log on (to /dev/null)."""
         name = name or ("clef" if enabled else "clef-off")
         d = self.tmp / name
         d.mkdir(parents=True, exist_ok=True)
@@ -282,10 +282,10 @@ Include {CRS_RULES}/*.conf
         cfg = d / "gateway.yaml"
         cfg.write_text(f"model:\n  enabled: {'true' if enabled else 'false'}\n{extra}")
         cmd = [sys.executable, "-m", "gateway.cli", "serve", "--origin", origin.url, "--listen", f"127.0.0.1:{port}",
-               "--admin", f"127.0.0.1:{admin}", "--config", str(cfg)]  # fmt: skip
+               "--admin", f"127.0.0.1:{admin}", "--config", str(cfg), "--workers", str(workers)]  # fmt: skip
         err = open(d / "stderr.log", "wb")
         env = {**os.environ, "PYTHONPATH": str(code)}
-        for var in ("CLEF_CONFIG", "CLEF_ORIGIN", "CLEF_LISTEN", "CLEF_ADMIN", "CLEF_MODE"):
+        for var in ("CLEF_CONFIG", "CLEF_ORIGIN", "CLEF_LISTEN", "CLEF_ADMIN", "CLEF_MODE", "CLEF_WORKERS"):
             env.pop(var, None)
         proc = self.popen(cmd, cwd=code, stdout=subprocess.DEVNULL, stderr=err, env=env)
         try:
