@@ -19,7 +19,6 @@ import pickle
 import random
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -30,7 +29,6 @@ from engine.canonical import VERSION as CANONICAL_VERSION
 from engine.labels import FEATURES
 from engine.train import calibrate, weights
 from engine.train.data import canonical_parts, encode_records, progress, read_jsonl
-from engine.train.export import export_onnx, quantize_dynamic, quantize_static
 from engine.train.loop import TrainConfig, predict, set_seed, train
 from engine.train.net import ClefNet
 from engine.train.tokenizer import train_tokenizer
@@ -161,22 +159,8 @@ def main(argv=None) -> int:
     fp32_dev = calibrate.figures(dev_probs, dev_data.labels, 0.5)
 
     progress("[5/6] export and int8 quantisation")
-    with tempfile.TemporaryDirectory() as tmp:
-        fp32 = export_onnx(net, Path(tmp) / "model.onnx")
-        rng = random.Random(args.seed)
-        calib = [dev_data.ids[i] for i in rng.sample(range(len(dev_data.ids)), min(256, len(dev_data.ids)))]
-        calib = [c[:1024] for c in calib]
-        candidates = {
-            "dynamic": quantize_dynamic(fp32, Path(tmp) / "dynamic.onnx", per_channel=False),
-            "static": quantize_static(fp32, Path(tmp) / "static.onnx", calib, net.window),
-        }
-        measured = {k: calibrate.measure_onnx(p, dev_data, net.window) for k, p in candidates.items()}
-        for k, m in measured.items():
-            progress(f"  {k}: dev balanced accuracy {100 * m['figures']['balanced_accuracy']:.2f} %  "
-                     f"p50 {m['p50_ms']:.3f} ms at {m['tokens']} tokens")  # fmt: skip
-        choice = calibrate.choose(measured, fp32_dev)
-        shutil.copyfile(candidates[choice], out / "model.onnx")
-        threshold = calibrate.block_threshold(measured[choice]["probs"], dev_data.labels, args.target_fpr)
+    choice, measured = calibrate.int8(net, dev_data, fp32_dev, out / "model.onnx", args.seed)
+    threshold = calibrate.block_threshold(measured[choice]["probs"], dev_data.labels, args.target_fpr)
 
     progress(f"  chose {choice} int8; block threshold {threshold:.4f} (dev benign FPR target {args.target_fpr})")
     manifest = {

@@ -1,5 +1,8 @@
 """Measure exported models on the dev split, pick the int8 variant, calibrate the block threshold.
 
+`int8(net, dev, ...)` is the whole step from a trained network to the int8 model a bundle serves: export,
+quantise both ways, measure both, keep the better. Training and fine-tuning both call it.
+
 The threshold is set on dev benign requests (held out from training by group, never the test split): the
 lowest threshold whose benign false-positive rate stays within the target, never below 0.5.
 """
@@ -7,13 +10,16 @@ lowest threshold whose benign false-positive rate stays within the target, never
 from __future__ import annotations
 
 import random
+import shutil
+import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import onnxruntime as ort
 
-from engine.train.data import Encoded, batches, pad
+from engine.train.data import Encoded, batches, pad, progress
 from engine.verdict import LABELS
 
 BLOCK = LABELS.index("block")
@@ -70,3 +76,27 @@ def block_threshold(probs: np.ndarray, labels: np.ndarray, target_fpr: float) ->
     # the threshold must sit above the (allowed+1)-th highest benign score
     cut = benign[-(allowed + 1)] if allowed < len(benign) else 0.0
     return float(min(0.99, max(0.5, np.nextafter(np.float32(cut), np.float32(1.0)))))
+
+
+def int8(net, dev: Encoded, fp32_dev: dict, dest: Path, seed: int,
+         log: Callable[[str], None] = progress) -> tuple[str, dict[str, dict]]:  # fmt: skip
+    """Export `net` (a ClefNet), quantise it dynamically and statically (activations calibrated on up to 256
+    dev sequences), measure both on `dev`, and copy the one `choose` keeps to `dest`. (choice, measured)."""
+    from engine.train.export import export_onnx, quantize_dynamic, quantize_static
+
+    with tempfile.TemporaryDirectory() as tmp:
+        fp32 = export_onnx(net, Path(tmp) / "model.onnx")
+        rng = random.Random(seed)
+        calib = [dev.ids[i] for i in rng.sample(range(len(dev.ids)), min(256, len(dev.ids)))]
+        calib = [c[:1024] for c in calib]
+        candidates = {
+            "dynamic": quantize_dynamic(fp32, Path(tmp) / "dynamic.onnx", per_channel=False),
+            "static": quantize_static(fp32, Path(tmp) / "static.onnx", calib, net.window),
+        }
+        measured = {k: measure_onnx(p, dev, net.window) for k, p in candidates.items()}
+        for k, m in measured.items():
+            log(f"  {k}: dev balanced accuracy {100 * m['figures']['balanced_accuracy']:.2f} %  "
+                f"p50 {m['p50_ms']:.3f} ms at {m['tokens']} tokens")  # fmt: skip
+        choice = choose(measured, fp32_dev)
+        shutil.copyfile(candidates[choice], dest)
+    return choice, measured

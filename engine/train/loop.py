@@ -3,7 +3,8 @@
 Loss: cross-entropy over the four labels plus binary cross-entropy over the feature tags. Errors on
 benign requests are weighted up (`benign_weight`): false positives are what make operators switch a WAF
 off. The step count is fixed by the epochs, not by the clock, so a rerun with the same seed and corpus
-gives the same weights (on the same machine and thread count).
+gives the same weights (on the same machine and thread count). `max_seconds` (fine-tuning's `--minutes`)
+can stop a run earlier; the result then says how many steps it made.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class TrainConfig:
     benign_weight: float = 2.0
     seed: int = 1
     log_every_s: float = 30.0
+    max_seconds: float | None = None  # stop after this long, whatever the epochs say (None: never)
 
 
 def set_seed(seed: int) -> None:
@@ -64,7 +66,8 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig) -> dict:
     progress(f"training: {len(data.ids):,} sequences, {per_epoch:,} batches per epoch, {total:,} steps")
     while step < total:
         for idx in batches(lengths, cfg.tokens_per_batch, net.window, rng):
-            if step >= total:
+            if step >= total or (cfg.max_seconds is not None and time.time() - t0 >= cfg.max_seconds):
+                total = min(total, step)  # out of time: this is the last step
                 break
             ids = torch.from_numpy(pad(data.ids, idx, net.window))
             y = torch.from_numpy(data.labels[idx])
