@@ -106,6 +106,13 @@ class Supervisor:
         return 1 if self.killed else 0
 
     async def _keep(self, w: Worker) -> None:
+        try:
+            await self._keep_running(w)
+        except Exception as err:  # our bug or the OS refusing a process: never a parent left half-running
+            log.exception("worker %d: supervision failed", w.index)
+            self.fail(f"worker {w.index} could not be run: {type(err).__name__}: {err}", 1)
+
+    async def _keep_running(self, w: Worker) -> None:
         while not self.stopping.is_set():
             w.state, w.started = "starting", self.clock()
             w.proc = await self.spawn(w)

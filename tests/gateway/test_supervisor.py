@@ -133,6 +133,21 @@ async def test_a_worker_that_cannot_start_ends_it_at_once(clock, caplog, code, e
     assert f"worker 0 could not start (exit {code})" in caplog.text
 
 
+async def test_a_worker_that_cannot_be_run_stops_the_others(clock, caplog):
+    f = Fleet(clock, count=2)
+    spawn = f.spawn
+
+    async def exec_fails(w: Worker) -> FakeProcess:
+        if w.index == 1:
+            raise OSError(8, "Exec format error")
+        return await spawn(w)
+
+    f.sup.spawn = exec_fails
+    assert await asyncio.wait_for(f.sup.run(), 1) == 1
+    assert all(p.returncode is not None for p in f.procs)
+    assert "worker 1 could not be run: OSError" in caplog.text
+
+
 async def test_a_worker_that_outlives_its_grace_is_killed(clock):
     f = Fleet(clock, count=1)
     f.sup.grace_s = -supervisor.KILL_AFTER_S + 0.01  # the kill comes 10 ms after SIGTERM
