@@ -487,8 +487,11 @@ def chart(res: dict, path: Path) -> None:
         ax[2].grid(True, axis="x", alpha=0.3)
         ax[2].legend(fontsize=7)
     lo, mid, hi = res["machine"].get("load_avg_1min_during_runs", [0, 0, 0])
-    fig.suptitle(f"clef-gateway ({_processes(res['settings'])}) vs nginx and nginx + ModSecurity CRS PL1 — "
-                 f"{res['machine']['cores']} "
+    if not rows:
+        ax[2].set_axis_off()  # no fixed-rate runs
+    against = [name for key, name in (("nginx", "nginx"), ("modsec", "nginx + ModSecurity CRS PL1")) if key in cfgs]
+    fig.suptitle(f"clef-gateway ({_processes(res['settings'])})" + (f" vs {' and '.join(against)}" if against else "")
+                 + f" — {res['machine']['cores']} "
                  f"cores shared with other work and with the load generator (load average {lo}-{hi})",
                  fontsize=10)  # fmt: skip
     fig.tight_layout()
