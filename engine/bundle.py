@@ -1,7 +1,9 @@
 """Model bundles: a folder with `model.onnx` (int8), `tokenizer.json` and `bundle.json`.
 
 `load(path)` checks that the files exist, that their sha256 match what `bundle.json` records and that
-the manifest is complete, and raises BundleError with a message an operator can act on otherwise. The
+the manifest is complete, and raises BundleError with a message an operator can act on otherwise. A
+fine-tuned bundle that its gate rejected (`gate.accepted: false`, engine/train/gate.py) is refused too,
+unless `allow_rejected` (evaluation may read it; the gateway never serves it by accident). The
 default bundle ships inside the package (engine/bundles/default), so the gateway works offline.
 """
 
@@ -75,7 +77,7 @@ class Bundle:
         }
 
 
-def load(path: str | Path | None = None) -> Bundle:
+def load(path: str | Path | None = None, allow_rejected: bool = False) -> Bundle:
     """Load and verify a bundle folder (None: the default bundle inside the package)."""
     folder = Path(path) if path else DEFAULT_BUNDLE
     if not folder.is_dir():
@@ -92,6 +94,10 @@ def load(path: str | Path | None = None) -> Bundle:
     missing = [k for k in REQUIRED if k not in manifest]
     if missing:
         raise BundleError(f"model bundle {folder}: bundle.json lacks {', '.join(missing)}")
+    gate = manifest.get("gate")
+    if isinstance(gate, dict) and gate.get("accepted") is False and not allow_rejected:
+        why = "; ".join(str(r) for r in gate.get("reasons") or ()) or "see gate in bundle.json"
+        raise BundleError(f"model bundle {folder}: rejected by the fine-tuning gate ({why}); it is not served")
     for name in FILES:
         f = folder / name
         if not f.is_file():

@@ -4,6 +4,8 @@
                        [--workers N]
     clef-gateway demo [--origin URL] [--listen HOST:PORT] [--admin HOST:PORT] [--bundle DIR] [--once]
     clef-gateway check-config FILE
+    clef-gateway feedback list|mark|import|export ...   the decision journal (gateway/feedback_cli.py)
+    clef-gateway train --from-bundle default|DIR --feedback JOURNAL --out DIR   fine-tune, gated
 
 Settings come from the config file (--config, or CLEF_CONFIG), then the environment (CLEF_ORIGIN,
 CLEF_LISTEN, CLEF_ADMIN, CLEF_MODEL_BUNDLE, CLEF_MODE, CLEF_LOG_LEVEL, CLEF_REDIS_URL, CLEF_ADMIN_TOKEN,
@@ -30,7 +32,7 @@ import sys
 from typing import Any, Callable
 
 from gateway import config as configs
-from gateway import supervisor
+from gateway import feedback_cli, supervisor
 from gateway.config import Config
 from gateway.config_serve import worker_count
 from gateway.errors import ConfigError
@@ -73,6 +75,8 @@ def parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check-config", help="load and check a config file, then exit")
     check.add_argument("file", metavar="FILE")
     check.set_defaults(run=cmd_check_config)
+
+    feedback_cli.add_commands(sub)  # feedback and train
     return p
 
 
