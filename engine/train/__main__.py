@@ -148,6 +148,8 @@ def main(argv=None) -> int:
     train_data = encode_records(train_recs, tokenizer, args.train_max_tokens, args.threads, progress, train_parts)
     dev_data = encode_records(dev_recs, tokenizer, args.max_tokens, args.threads, progress, dev_parts)
     n_train, n_dev = len(train_recs), len(dev_recs)
+    progress("  rules on the dev split (the model serves beside them)")
+    dev_ruled = calibrate.rules_blocks(dev_recs)
     del records, train_recs, dev_recs, sample, texts, train_parts, dev_parts  # only the ids are needed now
 
     progress("[4/6] training")
@@ -160,9 +162,11 @@ def main(argv=None) -> int:
 
     progress("[5/6] export and int8 quantisation")
     choice, measured = calibrate.int8(net, dev_data, fp32_dev, out / "model.onnx", args.seed)
-    threshold = calibrate.block_threshold(measured[choice]["probs"], dev_data.labels, args.target_fpr)
+    threshold = calibrate.block_threshold(measured[choice]["probs"], dev_data.labels, args.target_fpr, dev_ruled)
+    union = calibrate.figures(measured[choice]["probs"], dev_data.labels, threshold, dev_ruled)
 
-    progress(f"  chose {choice} int8; block threshold {threshold:.4f} (dev benign FPR target {args.target_fpr})")
+    progress(f"  chose {choice} int8; block threshold {threshold:.4f} (model's share of dev benign FPR: "
+             f"{args.target_fpr}); dev with the rules: TPR {union['tpr']:.4f} FPR {union['fpr']:.4f}")
     manifest = {
         "name": args.name,
         "version": args.version,
@@ -176,6 +180,7 @@ def main(argv=None) -> int:
         "architecture": net.config,
         "quantization": {"format": choice, "candidates": {k: m["figures"] for k, m in measured.items()}, "fp32_dev": fp32_dev},
         "thresholds": {"block": round(threshold, 6)},
+        "dev_with_rules": union,
         "trained_on": {
             "corpus": str(corpus),
             "train_sha256": file_sha256(corpus / "train.jsonl"),

@@ -25,9 +25,11 @@ from engine.verdict import LABELS
 BLOCK = LABELS.index("block")
 
 
-def figures(probs: np.ndarray, labels: np.ndarray, threshold: float) -> dict:
+def figures(probs: np.ndarray, labels: np.ndarray, threshold: float, ruled: np.ndarray | None = None) -> dict:
     attack = labels == BLOCK
     blocked = probs[:, BLOCK] >= threshold
+    if ruled is not None:
+        blocked = blocked | ruled
     tpr = float(blocked[attack].mean()) if attack.any() else 0.0
     fpr = float(blocked[~attack].mean()) if (~attack).any() else 0.0
     routed = ~attack & ~blocked
@@ -68,11 +70,26 @@ def choose(measured: dict[str, dict], fp32: dict) -> str:
     return max(measured, key=lambda k: measured[k]["figures"]["balanced_accuracy"])
 
 
-def block_threshold(probs: np.ndarray, labels: np.ndarray, target_fpr: float) -> float:
-    benign = np.sort(probs[labels != BLOCK, BLOCK])
+def rules_blocks(records: list[dict]) -> np.ndarray:
+    """Which records the default rules block: the model serves beside them (engine.decide's ensemble)."""
+    from engine.train.data import record_features
+    from rules.engine import RuleEngine
+
+    rules = RuleEngine.load()
+    return np.array([rules.evaluate(record_features(r)).blocked for r in records], dtype=bool)
+
+
+def block_threshold(probs: np.ndarray, labels: np.ndarray, target_fpr: float, ruled: np.ndarray | None = None) -> float:
+    """With `ruled` (benign requests the rules block anyway), the model's budget is the target on top of
+    the rules' own false positives: only the benign requests the rules let through count against it."""
+    benign_mask = labels != BLOCK
+    n_benign = int(benign_mask.sum())
+    if ruled is not None:
+        benign_mask &= ~ruled
+    benign = np.sort(probs[benign_mask, BLOCK])
+    allowed = int(np.floor(target_fpr * n_benign))
     if len(benign) == 0:
         return 0.5
-    allowed = int(np.floor(target_fpr * len(benign)))
     # the threshold must sit above the (allowed+1)-th highest benign score
     cut = benign[-(allowed + 1)] if allowed < len(benign) else 0.0
     return float(min(0.99, max(0.5, np.nextafter(np.float32(cut), np.float32(1.0)))))
