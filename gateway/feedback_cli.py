@@ -131,6 +131,10 @@ def _mark(j: Journal, args: argparse.Namespace, fields: tuple[str, ...]) -> int:
         return 1
     for id, label in done.items():
         print(f"{id} marked {label}")
+        entry = j.get(id)
+        if label != "block" and entry["label"] == "block" and entry["source"] in ("rules", "override"):
+            print(f"  note: the {entry['source']} blocked {id}, not the model: retraining will not change that; "
+                  "an override (rules.overrides) will", file=sys.stderr)  # fmt: skip
     return 0
 
 

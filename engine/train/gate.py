@@ -6,7 +6,9 @@ Both bundles, the base and the candidate, decide the same requests (canonical te
   (0.002: 0.2 point). Fine-tuning on one site's traffic must not make the model forget attacks.
 - the site's marked examples held out from fine-tuning: its false positives (benign marks the bundle
   blocks) must fall, and its missed attacks (block marks it lets through) must not rise. When the base
-  made no false positive there, none is allowed.
+  made no false positive there, none is allowed. The report also counts the benign marks the rules
+  block on their own: with the ensemble on (rules.ensemble) their block stands whatever the model says,
+  so those need an operator override, not retraining.
 
 `check()` returns the report that goes into the candidate's bundle.json (`gate`) and `table()` prints it.
 A rejected bundle is marked so (`gate.accepted: false`) and engine.bundle.load refuses to serve it.
@@ -21,6 +23,7 @@ from engine.bundle import Bundle
 from engine.eval import features_of, metrics, predict
 from engine.features import Features
 from engine.model import Model
+from engine.train.calibrate import rules_blocks
 
 
 def _site(records: list[dict], feats: list[Features], model: Model) -> dict[str, int]:
@@ -38,6 +41,7 @@ def check(base: Bundle, candidate: Bundle, held_out: list[dict], held_out_name: 
     before, after = (metrics(held_out, feats, predict(m, feats)[0]) for m in (old, new))
     site_feats = [features_of(r) for r in site]
     site_before, site_after = _site(site, site_feats, old), _site(site, site_feats, new)
+    ruled = rules_blocks(site) if site else []
     drop = before["tpr"] - after["tpr"]
     reasons = []
     if drop > max_tpr_drop + 1e-12:
@@ -45,8 +49,9 @@ def check(base: Bundle, candidate: Bundle, held_out: list[dict], held_out_name: 
     fp0, fp1 = site_before["false_positives"], site_after["false_positives"]
     if fp1 > 0 and fp1 >= fp0:
         reasons.append(f"the site's false positives did not fall ({fp0} → {fp1})")
-    if site_after["missed_attacks"] > site_before["missed_attacks"]:
-        reasons.append(f"the site's missed attacks rose ({site_before['missed_attacks']} → {site_after['missed_attacks']})")
+    missed0, missed1 = site_before["missed_attacks"], site_after["missed_attacks"]
+    if missed1 > missed0:
+        reasons.append(f"the site's missed attacks rose ({missed0} → {missed1})")
     keep = ("records", "attacks", "benign", "tpr", "fpr", "per_class")
     return {
         "accepted": not reasons,
@@ -54,10 +59,12 @@ def check(base: Bundle, candidate: Bundle, held_out: list[dict], held_out_name: 
         "base": base.id,
         "candidate": candidate.id,
         "checked_at": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
-        "held_out": {"data": held_out_name, "base": {k: before[k] for k in keep}, "candidate": {k: after[k] for k in keep},
-                     "tpr_drop": round(drop, 5), "max_tpr_drop": max_tpr_drop},  # fmt: skip
+        "held_out": {"data": held_out_name, "base": {k: before[k] for k in keep},
+                     "candidate": {k: after[k] for k in keep}, "tpr_drop": round(drop, 5),
+                     "max_tpr_drop": max_tpr_drop},  # fmt: skip
         "site": {"records": len(site), "benign": sum(r["label"] != "block" for r in site),
                  "attacks": sum(r["label"] == "block" for r in site), "held_out": site_held_out,
+                 "rules_block": int(sum(r["label"] != "block" and b for r, b in zip(site, ruled))),
                  "base": site_before, "candidate": site_after},  # fmt: skip
     }
 
@@ -76,4 +83,6 @@ def table(report: dict[str, Any]) -> str:
         f"  site: {s['records']} marked requests ({s['benign']} benign, {s['attacks']} attacks; {how})",
         f"    false positives {s['base']['false_positives']} → {s['candidate']['false_positives']}   "
         f"missed attacks {s['base']['missed_attacks']} → {s['candidate']['missed_attacks']}",
+        *([f"    note: the rules block {s['rules_block']} of the benign ones themselves; with rules.ensemble on their "
+           "block stands: add an override (rules.overrides) for those"] if s.get("rules_block") else []),
     ])  # fmt: skip

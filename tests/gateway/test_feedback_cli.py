@@ -58,6 +58,14 @@ def test_mark_several_ids_or_none(journal, capsys):
     capsys.readouterr()
 
 
+def test_marking_a_block_the_rules_made_says_retraining_will_not_help(journal, capsys):
+    with Journal(journal) as j:
+        j.insert([row(Entry("rrr4", time.time(), Features.build("GET", "/x", "q=union select"),
+                            Verdict("block", 0.75, ("sqli",), Source.RULES, "rules:clef-default@1")), JournalSettings("x"))])  # fmt: skip
+    code, out, err = run(capsys, "feedback", "mark", "rrr4", "bbb2", "--label", "allow", "--journal", str(journal))
+    assert code == 0 and "the rules blocked rrr4, not the model" in err and "bbb2" not in err
+
+
 def test_import_then_export_corpus_records(journal, tmp_path, capsys):
     marks = tmp_path / "marks.jsonl"
     marks.write_text(json.dumps({"id": "bbb2", "label": "origin"}) + "\n" +
