@@ -73,7 +73,8 @@ async def test_blocks_are_journaled_even_when_nothing_else_is(upstream, tmp_path
 
 async def test_a_shadow_bundle_decides_beside_the_live_model(upstream, tmp_path, caplog):
     caplog.set_level(logging.INFO, logger="clef.shadow")
-    cfg = config(upstream, tmp_path, journal={"sample_other": 0.0, "sample_blocked": 0.0},
+    # the ensemble off: the rules would block this attack themselves, and their decisions are not compared
+    cfg = config(upstream, tmp_path, journal={"sample_other": 0.0, "sample_blocked": 0.0}, rules={"ensemble": False},
                  model={"timeout_ms": 30000, "shadow_bundle": str(bundles.DEFAULT_BUNDLE)})  # fmt: skip
     attack = "/search?q=1%27%20UNION%20SELECT%20username%2C%20password%20FROM%20users--"
     async with running(cfg, model=FakeModel({"allow": 0.99})) as gw, aiohttp.ClientSession() as s:
