@@ -17,7 +17,7 @@ def clock() -> FakeClock:
 @pytest.fixture
 async def upstream(aiohttp_server) -> Upstream:
     origin = Upstream()
-    server = await aiohttp_server(origin.app())
+    server = await aiohttp_server(origin.app(), access_log=None)  # the origin's own log is not the gateway's
     origin.url = str(server.make_url("")).rstrip("/")
     origin.server = server
     return origin

@@ -51,6 +51,7 @@ class Encoded:
     labels: np.ndarray  # int64 [n]
     features: np.ndarray  # float32 [n, len(FEATURES)]
     groups: list[str]
+    soft: np.ndarray | None = None  # float32 [n, labels]: label distributions to learn instead (fine-tuning)
 
 
 def targets(records: list[dict]) -> tuple[np.ndarray, np.ndarray]:

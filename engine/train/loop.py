@@ -2,7 +2,9 @@
 
 Loss: cross-entropy over the four labels plus binary cross-entropy over the feature tags. Errors on
 benign requests are weighted up (`benign_weight`): false positives are what make operators switch a WAF
-off. The step count is fixed by the epochs, not by the clock, so a rerun with the same seed and corpus
+off. When the data carries soft label targets (`Encoded.soft`: in fine-tuning, the base model's own
+distributions for the replayed corpus), the cross-entropy is taken against them instead of the hard
+labels. The step count is fixed by the epochs, not by the clock, so a rerun with the same seed and corpus
 gives the same weights (on the same machine and thread count). `max_seconds` (fine-tuning's `--minutes`)
 can stop a run earlier; the result then says how many steps it made.
 """
@@ -71,11 +73,12 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig) -> dict:
                 break
             ids = torch.from_numpy(pad(data.ids, idx, net.window))
             y = torch.from_numpy(data.labels[idx])
+            target = y if data.soft is None else torch.from_numpy(data.soft[idx])
             yf = torch.from_numpy(data.features[idx])
             for g in opt.param_groups:
                 g["lr"] = lr_at(step)
             label_logits, feature_logits = net.logits(ids)
-            loss = F.cross_entropy(label_logits, y, weight=label_weight)
+            loss = F.cross_entropy(label_logits, target, weight=label_weight)
             loss = loss + cfg.feature_weight * F.binary_cross_entropy_with_logits(feature_logits, yf)
             opt.zero_grad(set_to_none=True)
             loss.backward()

@@ -76,7 +76,7 @@ async def test_two_replicas_share_a_verdict(redis_server, deciders, clock):
     assert second.source is Source.CACHE and second == first.from_cache()
     assert b.model.calls == 0 and b.shared.stats.hits == 1
     assert (await b.decide(PAGE)).source is Source.CACHE and b.shared.stats.hits == 1  # now from b's own cache
-    key = "clef:decision:" + PAGE.cache_key("fake@1")
+    key = "clef:decision:" + PAGE.cache_key(a.cache_id)  # the model's id, and the ruleset's (ensemble)
     with redis.Redis.from_url(redis_server.url) as r:
         assert 599_000 < r.pttl(key) <= 600_000  # the decision cache's TTL
     assert a.shared.stats.misses == 1 and a.shared.stats.writes == 1
@@ -94,7 +94,7 @@ async def test_only_model_verdicts_are_shared(redis_server, deciders):
 async def test_a_value_that_is_not_a_verdict_is_a_miss(redis_server, deciders):
     d = deciders(redis_server.url)
     with redis.Redis.from_url(redis_server.url) as r:
-        r.set("clef:decision:" + PAGE.cache_key("fake@1"), b"{not json")
+        r.set("clef:decision:" + PAGE.cache_key(d.cache_id), b"{not json")
     assert (await d.decide(PAGE)).source is Source.MODEL
     assert d.shared.stats.invalid == 1 and d.shared.failures == 0  # Redis itself is fine
 
