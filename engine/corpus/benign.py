@@ -22,7 +22,7 @@ from engine.corpus.rand import Rng, Weighted
 from engine.corpus.scenes import Ctx, all_scenes
 from engine.corpus.scenes_text import FOR_KIND
 
-SHAPES = {"page": 15000, "static": 17000, "search": 7000, "api_read": 9000, "api_item": 5000, "api_write": 10000,
+SHAPES = {"page": 18000, "static": 17000, "search": 7000, "api_read": 9000, "api_item": 5000, "api_write": 10000,
           "form_post": 9000, "multipart_form": 2500, "upload": 3500, "preflight": 2000, "health": 1500, "crawler": 2000,
           "long_doc": 6000, "xml_post": 2500}  # fmt: skip
 DATA = {"text": 32000, "hardneg": 8000, "values": 9000, "agents": 2500}

@@ -17,7 +17,13 @@ RESOURCES = """products orders users customers invoices items articles posts com
 tasks events files documents reviews categories carts payments subscriptions messages notifications
 teams members accounts addresses shipments coupons reports tags pages media webhooks""".split()
 
-SITE_VARIANTS = ("blog", "shop", "docs", "news", "saas", "forum", "wiki", "php_legacy", "jsp_shop", "i18n")
+SITE_VARIANTS = ("blog", "shop", "docs", "news", "saas", "forum", "wiki", "php_legacy", "jsp_shop", "i18n", "admin", "app_tools")
+# variants every real site has, never held out: back offices, and routes whose names scanners also probe
+COMMON_VARIANTS = ("admin", "app_tools")
+_ADMIN_APPS = {"auth": ["user", "group"], "shop": ["order", "product", "customer"], "blog": ["post", "comment", "tag"],
+               "sites": ["site"], "billing": ["invoice", "plan"]}  # fmt: skip
+_GRAPHQL = ["{viewer{login}}", "{ viewer { login name avatarUrl } }", "query Me { me { id email } }",
+            "{products(first:10){edges{node{id title}}}}", "query($id:ID!){order(id:$id){id status total}}"]  # fmt: skip
 
 
 def host(rng: Rng) -> str:
@@ -68,6 +74,10 @@ def page(rng: Rng, variant: str) -> tuple[str, list[tuple[str, str]]]:
         path = rng.pick(["/tienda1/index.jsp", "/tienda1/publico/productos.jsp", "/shop/catalog.do", "/servlet/ProductServlet", "/store/item.action"])
         if rng.chance(0.6):
             q.append(("id", str(rng.randrange(1, 40))))
+    elif variant == "admin":
+        path, q = admin_page(rng)
+    elif variant == "app_tools":
+        path, q = tool_page(rng)
     else:  # i18n
         path = f"/{rng.pick(['de', 'fr', 'es', 'ja', 'pt-br', 'en-gb', 'zh-cn'])}/{rng.pick(['produkte', 'aide', 'ayuda', 'sobre', 'kontakt', 'blog'])}/{s}"
     if rng.chance(0.15):
@@ -75,6 +85,83 @@ def page(rng: Rng, variant: str) -> tuple[str, list[tuple[str, str]]]:
               ("utm_campaign", vocab.slug(rng, 2))]  # fmt: skip
     if rng.chance(0.05):
         q.append(rng.pick([("fbclid", rng.alnum(40)), ("gclid", rng.alnum(38)), ("ref", vocab.slug(rng, 1))]))
+    return path, q
+
+
+def admin_page(rng: Rng) -> tuple[str, list[tuple[str, str]]]:
+    """A back-office page: Django, WordPress, Drupal, Joomla, Magento/Shopify-style and home-grown admins."""
+    q: list[tuple[str, str]] = []
+    res, n = rng.pick(RESOURCES), str(rng.randrange(1, 10**5))
+    kind = rng.pick(["django", "wordpress", "drupal", "joomla", "shop", "generic", "generic"])
+    if kind == "django":
+        app = rng.pick(list(_ADMIN_APPS))
+        model = rng.pick(_ADMIN_APPS[app])
+        path = rng.pick(["/admin/", f"/admin/{app}/", f"/admin/{app}/{model}/", f"/admin/{app}/{model}/{n}/change/",
+                         f"/admin/{app}/{model}/add/", "/admin/login/"])  # fmt: skip
+        if path == "/admin/login/":
+            q.append(("next", "/admin/"))
+        elif path.endswith(f"{model}/") and rng.chance(0.5):
+            q.append(rng.pick([("q", vocab.slug(rng, 1)), ("o", str(rng.randrange(-6, 7))), ("p", str(rng.randrange(1, 30))),
+                               ("is_active__exact", "1")]))  # fmt: skip
+    elif kind == "wordpress":
+        path = rng.pick(["/wp-admin/", "/wp-admin/edit.php", "/wp-admin/post.php", "/wp-admin/upload.php", "/wp-admin/admin.php",
+                         "/wp-admin/options-general.php", "/wp-admin/plugins.php", "/wp-admin/users.php", "/wp-admin/profile.php"])  # fmt: skip
+        if path.endswith("edit.php"):
+            q.append(("post_type", rng.pick(["page", "post", "product", "shop_order"])))
+        elif path.endswith("post.php"):
+            q += [("post", n), ("action", "edit")]
+        elif path.endswith("admin.php"):
+            q.append(("page", rng.pick(["wc-orders", "wc-settings", "wpseo_dashboard", "wc-admin", "elementor"])))
+    elif kind == "drupal":
+        path = rng.pick(["/admin/content", "/admin/structure/types", "/admin/config", "/admin/config/system/site-information",
+                         "/admin/people", "/admin/reports/dblog", "/admin/modules", f"/node/{n}/edit", f"/user/{n}/edit"])  # fmt: skip
+    elif kind == "joomla":
+        path = rng.pick(["/administrator/", "/administrator/index.php"])
+        if path.endswith(".php"):
+            q += [("option", rng.pick(["com_content", "com_users", "com_menus", "com_config"])), ("view", rng.pick(["articles", "users", "items", "component"]))]
+    elif kind == "shop":
+        path = rng.pick([f"/admin/products/{n}", "/admin/orders", f"/admin/orders/{n}", f"/admin/sales/order/view/order_id/{n}/",
+                         "/admin/customers", "/admin/discounts", "/admin/settings/shipping"])  # fmt: skip
+        if path == "/admin/orders" and rng.chance(0.6):
+            q += [("status", rng.pick(["open", "pending", "fulfilled", "any"])), ("page", str(rng.randrange(1, 20)))]
+    else:
+        path = rng.pick(["/admin", "/admin/", "/admin/dashboard", f"/admin/{res}", f"/admin/{res}/{_id(rng)}", f"/admin/{res}/{_id(rng)}/edit",
+                         f"/admin/{res}/new", "/admin/settings", "/admin/settings/general", "/admin/config", "/admin/audit-log",
+                         "/admin/reports", f"/dashboard/admin/{res}", "/backoffice/", f"/manage/{res}", "/staff/"])  # fmt: skip
+        if rng.chance(0.3):
+            q.append(rng.pick([("page", str(rng.randrange(1, 40))), ("sort", rng.pick(["name", "-created_at", "email"])),
+                               ("search", vocab.slug(rng, 1)), ("tab", rng.pick(["general", "security", "billing"]))]))  # fmt: skip
+    return path, q
+
+
+def tool_page(rng: Rng) -> tuple[str, list[tuple[str, str]]]:
+    """Ordinary routes whose names scanners also probe: config and console pages, downloads, status and
+    log views, GraphQL reads by GET."""
+    q: list[tuple[str, str]] = []
+    name = vocab.slug(rng, 1)
+    ver = f"{rng.randrange(1, 9)}.{rng.randrange(0, 30)}.{rng.randrange(0, 10)}"
+    kind = rng.pick(["download", "config", "console", "status", "graphql", "logs"])
+    if kind == "download":
+        ext = rng.pick(["exe", "msi", "dmg", "pkg", "deb", "rpm", "AppImage", "zip", "tar.gz", "apk"])
+        path = rng.pick([f"/downloads/{name}-{ver}-setup.{ext}", f"/download/{name}-{ver}.{ext}", f"/releases/download/v{ver}/{name}-{ver}.{ext}",
+                         f"/dl/{name}/{ver}/{name}.{ext}", "/downloads", "/download"])  # fmt: skip
+    elif kind == "config":
+        path = rng.pick(["/config", "/settings", "/api/config", "/api/v1/config", f"/api/config/{name}", "/app/config.json",
+                         "/config/notifications", "/account/config", "/preferences"])  # fmt: skip
+    elif kind == "console":
+        path = rng.pick(["/console", f"/console/projects/{_id(rng)}", "/console/billing", "/shell", "/terminal", f"/console/{name}",
+                         "/cloud/console", "/admin/console"])  # fmt: skip
+    elif kind == "status":
+        path = rng.pick(["/status", "/api/status", "/api/exec/status", f"/api/jobs/{_id(rng)}/status", "/system/status", "/uptime",
+                         f"/builds/{rng.randrange(1, 10**5)}/status", "/backup/", "/backups", f"/api/backups/{_id(rng)}"])  # fmt: skip
+    elif kind == "graphql":
+        path = rng.pick(["/graphql", "/api/graphql", "/gql"])
+        q.append(("query", rng.pick(_GRAPHQL)))
+        if "$id" in q[0][1]:
+            q.append(("variables", f'{{"id":"{rng.randrange(1, 10**6)}"}}'))
+    else:
+        path = rng.pick(["/logs", f"/projects/{_id(rng)}/logs", "/admin/logs", "/debug/requests", "/api/v1/logs"])
+        q.append(rng.pick([("since", f"{rng.randrange(1, 48)}h"), ("level", rng.pick(["error", "warn", "info"])), ("tail", "100")]))
     return path, q
 
 

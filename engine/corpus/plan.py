@@ -23,7 +23,12 @@ MAX_REPEAT = 200
 EVASION_TOTAL = 12000
 APACHE_SCANNER_REPEAT = 4  # 29 real probes: each sent with a few different header profiles
 # scanner-list entries that are ordinary paths on any site: as attacks they would contradict benign traffic
-GENERIC_PATHS = frozenset({"", "search", "sitemap.xml", "robots.txt", "index.html", "index.php", "index.htm", "favicon.ico", "login"})
+# (every application has an /admin, a /dashboard, a /config page: one request for one of them is not a probe)
+GENERIC_PATHS = frozenset({"", "search", "sitemap.xml", "robots.txt", "index.html", "index.php", "index.htm", "favicon.ico", "login",
+                           "admin", "administrator", "wp-admin", "dashboard", "config", "console", "settings", "manager", "manual",
+                           "downloads", "download", "account", "accounts", "user", "users", "register", "signup", "signin",
+                           "contact", "about", "cart", "api", "status", "docs", "help", "uploads", "media", "images", "feed",
+                           "blog", "news", "portal", "home", "reports", "logout"})  # fmt: skip
 
 
 def usable(rec: dict[str, Any]) -> str | None:

@@ -17,7 +17,7 @@ def _path_slot(d: Draft) -> None:
         d.slots.append(Slot("path", len(segs) - 1 if segs[-1] else max(1, len(segs) - 2), "id"))
 
 
-@scene("page", paths.SITE_VARIANTS, "query path")
+@scene("page", paths.SITE_VARIANTS, "query path", keep=paths.COMMON_VARIANTS)
 def page(ctx: Ctx, variant: str) -> Draft:
     rng = ctx.rng
     path, q = paths.page(rng, variant)
