@@ -4,7 +4,9 @@ Reads the corpus schema (label block/cache/origin/allow) or the schema of ../sha
 (label attack/benign; benign records get their routing label from the labelling policy). Prints a table
 and, with --json, the figures as JSON: attack TPR overall and per class, benign FPR, balanced accuracy,
 routing accuracy, the 4-label confusion matrix, feature-tag precision/recall, and model latency
-percentiles for single requests on one thread.
+percentiles for single requests on one thread. With --rules, the decisions are the gateway's default
+ones (`rules.ensemble`): the default ruleset reads every request the model let through, and a rules block
+stands; the model's own figures are kept under "model".
 """
 
 from __future__ import annotations
@@ -134,13 +136,35 @@ def latency(model: Model, feats: list[Features], n: int = 300) -> dict:
             "median_tokens": int(np.median(toks)) if toks else 0, "n": len(times)}  # fmt: skip
 
 
-def evaluate(bundle_path, data: str | Path, limit: int | None = None, threads: int = 1, progress=None) -> dict:
+def with_rules(verdicts: list, feats: list[Features], rules=None) -> list:
+    """The gateway's ensemble (engine/decide.py): the rules read what the model let through; their block stands."""
+    if rules is None:
+        from rules import RuleEngine
+
+        rules = RuleEngine.load()
+    out = []
+    for v, f in zip(verdicts, feats):
+        if not v.blocked and (ruled := rules.evaluate(f)).blocked:
+            v = ruled
+        out.append(v)
+    return out
+
+
+def evaluate(bundle_path, data: str | Path, limit: int | None = None, threads: int = 1, progress=None,
+             rules: bool = False) -> dict:  # fmt: skip
     model = Model(bundles.load(bundle_path, allow_rejected=True), threads=threads)  # reading one is fine
     records = read_records(data, limit)
     feats = [features_of(r) for r in records]
     t0 = time.time()
     verdicts, _, lengths = predict(model, feats, progress=progress)
+    alone = None
+    if rules:
+        alone = metrics(records, feats, verdicts)
+        verdicts = with_rules(verdicts, feats)
     out = metrics(records, feats, verdicts)
+    if alone is not None:
+        out["decided_by"] = "model + default rules (the gateway's ensemble)"
+        out["model"] = {k: alone[k] for k in ("tpr", "fpr", "balanced_accuracy", "routing_accuracy", "per_class")}
     out["seconds"] = round(time.time() - t0, 1)
     out["tokens_p50"] = int(np.median(lengths)) if lengths else 0
     out["latency"] = latency(model, feats)
@@ -151,7 +175,7 @@ def evaluate(bundle_path, data: str | Path, limit: int | None = None, threads: i
 
 def table(res: dict) -> str:
     lines = [
-        f"bundle {res['bundle']} on {res['data']}: {res['records']:,} records ({res['attacks']:,} attacks, {res['benign']:,} benign)",
+        f"bundle {res['bundle']}{' + rules' if res.get('model') else ''} on {res['data']}: {res['records']:,} records ({res['attacks']:,} attacks, {res['benign']:,} benign)",
         f"  attack TPR {100 * res['tpr']:.2f} %   benign FPR {100 * res['fpr']:.3f} %   "
         f"balanced accuracy {100 * (res['balanced_accuracy'] or 0):.2f} %   routing accuracy "
         f"{100 * (res['routing_accuracy'] or 0):.2f} %",
@@ -159,8 +183,11 @@ def table(res: dict) -> str:
         f"(median {res['latency']['median_tokens']} tokens)",
         "  per class:",
     ]
+    if alone := res.get("model"):
+        lines.insert(2, f"  model alone: attack TPR {100 * alone['tpr']:.2f} %   benign FPR {100 * alone['fpr']:.3f} %")
     for c, v in res["per_class"].items():
-        lines.append(f"    {c:<22} {100 * v['tpr']:6.2f} %  n={v['n']}")
+        also = f"  (model alone {100 * alone['per_class'][c]['tpr']:6.2f} %)" if alone else ""
+        lines.append(f"    {c:<22} {100 * v['tpr']:6.2f} %  n={v['n']}{also}")
     lines.append("  confusion (rows truth, columns decision): " + " ".join(f"{p:>7}" for p in LABELS))
     for t in LABELS:
         lines.append(f"    {t:<8}" + " ".join(f"{res['confusion'][t][p]:>7}" for p in LABELS))
@@ -174,10 +201,12 @@ def main(argv: Iterable[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    ap.add_argument("--rules", action="store_true", help="decide as the gateway does: the model, then the rules")
     args = ap.parse_args(list(argv) if argv is not None else None)
     results = []
     for data in args.data:
-        res = evaluate(args.bundle, data, args.limit, args.threads, progress=lambda m: print(m, file=sys.stderr))
+        res = evaluate(args.bundle, data, args.limit, args.threads, progress=lambda m: print(m, file=sys.stderr),
+                       rules=args.rules)  # fmt: skip
         results.append(res)
         if not args.json:
             print(table(res))
