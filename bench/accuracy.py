@@ -3,9 +3,11 @@
     python bench/accuracy.py [--data work/corpus/test.jsonl] [--limit 5000] [--bundle DIR] [--seed 1]
 
 Takes a held-out request corpus (JSONL, the corpus schema: method, path, query, headers, body or body_b64,
-label, attack_class), samples `--limit` records (seeded, file order kept), and decides each one twice:
+label, attack_class), samples `--limit` records (seeded, file order kept), and decides each one three times:
 
     model   engine.eval's predict() and metrics() on the sample: what `python -m engine.eval --data` reports
+    gateway the model, then the default rules on what it let through (a rules block stands): the gateway's
+            default decision (`rules.ensemble`), what `python -m engine.eval --rules` reports
     modsec  the request sent as-is to nginx + ModSecurity + CRS PL1 (SecRuleEngine On) with an nginx
             `return 200` origin behind it: 403 is a block
 
@@ -173,9 +175,9 @@ def run_modsec(records: list[dict], attack: list[bool], concurrency: int) -> tup
     return statuses, changes, rules
 
 
-def run_model(records: list[dict], bundle: str | None, threads: int) -> tuple[dict, list[str]]:
+def run_model(records: list[dict], bundle: str | None, threads: int) -> tuple[dict, list[str], dict]:
     from engine import bundle as bundles
-    from engine.eval import features_of, latency, metrics, predict
+    from engine.eval import features_of, latency, metrics, predict, with_rules
     from engine.model import Model
 
     model = Model(bundles.load(bundle), threads=threads)
@@ -187,7 +189,11 @@ def run_model(records: list[dict], bundle: str | None, threads: int) -> tuple[di
     res["seconds"] = round(time.monotonic() - t0, 1)
     res["latency"] = latency(model, feats)
     res["bundle"] = model.id
-    return res, [v.label for v in verdicts]
+    t0 = time.monotonic()
+    served = with_rules(verdicts, feats)
+    gw = metrics(records, feats, served)
+    gw["rules_seconds"] = round(time.monotonic() - t0, 1)
+    return res, [v.label for v in verdicts], gw
 
 
 def modsec_metrics(records: list[dict], statuses: list[int], blocked: set[int]) -> dict:
@@ -243,7 +249,7 @@ def main(argv=None) -> int:
     records, total = sample(data, args.limit or None, args.seed)
     log(f"{data}: {len(records):,} of {total:,} records (seed {args.seed}); {os.cpu_count()} cores, shared")
 
-    model, model_labels = run_model(records, args.bundle, args.threads)
+    model, model_labels, gateway = run_model(records, args.bundle, args.threads)
     from engine.eval import features_of, truth
 
     attack = [truth(r, features_of(r)) == "block" for r in records]
@@ -258,6 +264,7 @@ def main(argv=None) -> int:
         "code": {"commit": commit, "uncommitted_changes_in_engine": dirty},
         "versions": versions(),
         "model": model,
+        "gateway": {k: gateway[k] for k in ("tpr", "fpr", "balanced_accuracy", "routing_accuracy", "per_class", "rules_seconds")},
         "modsec": {**waf, "config": "nginx + ModSecurity v3 + OWASP CRS, paranoia level 1, SecRuleEngine On, "
                    "anomaly threshold 5 (defaults); blocked = 403", "statuses": dict(Counter(map(str, statuses)))},
         "modsec_403_or_400": {k: waf_4xx[k] for k in ("tpr", "fpr", "balanced_accuracy")},
@@ -273,21 +280,25 @@ def main(argv=None) -> int:
 
 def table(res: dict) -> str:
     m, w = res["model"], res["modsec"]
+    g = res.get("gateway") or {"per_class": {}}
 
     def pct(x):
         return f"{100 * x:.2f} %" if x is not None else "–"
 
     lines = [f"{res['data']}: {res['records']:,} records sampled of {res['records_in_file']:,} "
              f"({m['attacks']:,} attacks, {m['benign']:,} benign); {res['machine']['cores']} shared cores", "",
-             f"| | model {m['bundle']} | nginx + ModSecurity + CRS PL1 |", "|---|---|---|",
-             f"| attack TPR | {pct(m['tpr'])} | {pct(w['tpr'])} |",
-             f"| benign FPR | {pct(m['fpr'])} | {pct(w['fpr'])} |",
-             f"| balanced accuracy | {pct(m['balanced_accuracy'])} | {pct(w['balanced_accuracy'])} |"]  # fmt: skip
+             f"| | model {m['bundle']} | clef-gateway (model + rules) | nginx + ModSecurity + CRS PL1 |",
+             "|---|---|---|---|",
+             f"| attack TPR | {pct(m['tpr'])} | {pct(g.get('tpr'))} | {pct(w['tpr'])} |",
+             f"| benign FPR | {pct(m['fpr'])} | {pct(g.get('fpr'))} | {pct(w['fpr'])} |",
+             f"| balanced accuracy | {pct(m['balanced_accuracy'])} | {pct(g.get('balanced_accuracy'))} | "
+             f"{pct(w['balanced_accuracy'])} |"]  # fmt: skip
     for c in sorted(
         set(m["per_class"]) | set(w["per_class"]), key=lambda c: (-m["per_class"].get(c, {}).get("n", 0), c)
     ):
-        mc, wc = m["per_class"].get(c, {}), w["per_class"].get(c, {})
-        lines.append(f"| TPR {c} (n={mc.get('n', wc.get('n', 0))}) | {pct(mc.get('tpr'))} | {pct(wc.get('tpr'))} |")
+        mc, wc, gc = m["per_class"].get(c, {}), w["per_class"].get(c, {}), g["per_class"].get(c, {})
+        lines.append(f"| TPR {c} (n={mc.get('n', wc.get('n', 0))}) | {pct(mc.get('tpr'))} | {pct(gc.get('tpr'))} | "
+                     f"{pct(wc.get('tpr'))} |")  # fmt: skip
     o = res["attacks_caught"]
     lines += ["", f"attacks caught by both {o.get('both', 0):,}, by the model only {o.get('model_only', 0):,}, "
               f"by ModSecurity only {o.get('modsec_only', 0):,}, by neither {o.get('neither', 0):,}",
