@@ -1,0 +1,132 @@
+"""Rules benchmark: what a decision by the default ruleset costs, by request shape and body size.
+
+    python bench/rules.py [--rules FILE] [--repeat 200] [--out bench/results]
+
+Times `RuleEngine.evaluate` (the whole decision: every rule, every part, the anomaly score) on requests
+built here: a browser GET with a query, a 1 KiB JSON POST, a form POST, a 16 KiB JSON document, and JSON
+and form bodies of 64 KiB, 256 KiB and 1 MiB (prose with numbers and punctuation, the shape of a long
+post). Each is decided `--repeat` times after a warm-up; prints median, p90 and p99 per shape, writes
+results JSON and a PNG chart of median time against body size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from engine.features import Features  # noqa: E402
+from rules import RuleEngine  # noqa: E402
+
+HEADERS = [("Host", "shop.example.com"), ("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"),
+           ("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"), ("Accept-Language", "en-GB,en;q=0.7"),
+           ("Cookie", "session=8f14e45fceea167a5a36dedd4bea2543; theme=dark")]  # fmt: skip
+PROSE = ("Our order #4411 arrived on 12/03 — two of the 3 boxes were fine, but the lamp (model L-220) was cracked. "
+         "I'd like a replacement, or a refund of 49.90 EUR if that's easier; O'Brien at the depot said to write here. ")  # fmt: skip
+
+
+def prose(n: int) -> str:
+    return (PROSE * (n // len(PROSE) + 1))[:n]
+
+
+def shapes() -> list[tuple[str, int, Features]]:
+    """(name, body bytes, features) for each request shape."""
+    out = [("GET with a query", 0, Features.build("GET", "/search", "q=red+running+shoes&size=42&page=2", HEADERS))]
+    js = [("Content-Type", "application/json")]
+    form = [("Content-Type", "application/x-www-form-urlencoded")]
+    body = json.dumps({"name": "Siobhán O'Connor", "email": "siobhan@example.ie", "message": prose(900)})
+    out.append(("JSON POST 1 KiB", len(body), Features.build("POST", "/api/v1/messages", "", HEADERS + js, body)))
+    body = "name=Jo+O%27Brien&email=jo%40example.com&subject=Order+4411&message=" + prose(700).replace(" ", "+")
+    out.append(("form POST 1 KiB", len(body), Features.build("POST", "/contact", "", HEADERS + form, body)))
+    for size in (16 << 10, 64 << 10, 256 << 10, 1 << 20):
+        label = f"{size >> 10} KiB" if size < 1 << 20 else "1 MiB"
+        body = json.dumps({"title": "Notes", "items": [{"id": i, "text": prose(500)} for i in range(size // 530)]})
+        out.append((f"JSON body {label}", len(body), Features.build("POST", "/api/v1/docs", "", HEADERS + js, body)))
+        if size >= 64 << 10:
+            body = "title=Notes&content=" + prose(size).replace(" ", "+")
+            out.append((f"form body {label}", len(body), Features.build("POST", "/cms/save", "", HEADERS + form, body)))
+    return out
+
+
+def timed(engine: RuleEngine, build, repeat: int) -> list[float]:
+    """Milliseconds per decision, each on a freshly built Features (no cached canonical text or decoding)."""
+    for _ in range(3):
+        engine.evaluate(build())
+    out = []
+    for _ in range(repeat):
+        f = build()
+        t = time.perf_counter()
+        engine.evaluate(f)
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rules", default=None, help="ruleset YAML (default: the packaged default.yaml)")
+    ap.add_argument("--repeat", type=int, default=200, help="decisions per shape (fewer for bodies over 64 KiB)")
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    args = ap.parse_args(argv)
+    t = time.perf_counter()
+    engine = RuleEngine.load(args.rules) if args.rules else RuleEngine.load()
+    print(f"ruleset {engine.model}: loaded in {(time.perf_counter() - t) * 1000:.0f} ms; {os.cpu_count()} cores, shared",
+          file=sys.stderr)  # fmt: skip
+    rows = []
+    print(f"{'request':<22} {'body bytes':>11} {'median ms':>10} {'p90 ms':>8} {'p99 ms':>8}  decision")
+    for name, size, f in shapes():
+        repeat = args.repeat if size <= 64 << 10 else max(20, args.repeat // 10)
+
+        def build(f=f):
+            return Features.build(f.method, f.path, f.query, f.headers, f.body)
+
+        times = sorted(timed(engine, build, repeat))
+        q = lambda p: times[min(len(times) - 1, int(p * len(times)))]  # noqa: E731
+        verdict = engine.evaluate(build())
+        row = {"request": name, "body_bytes": size, "median_ms": round(statistics.median(times), 3),
+               "p90_ms": round(q(0.90), 3), "p99_ms": round(q(0.99), 3), "n": len(times), "decision": verdict.label}  # fmt: skip
+        rows.append(row)
+        print(f"{name:<22} {size:>11,} {row['median_ms']:>10.3f} {row['p90_ms']:>8.3f} {row['p99_ms']:>8.3f}  {verdict.label}",
+              flush=True)  # fmt: skip
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "rules.json").write_text(json.dumps({"ruleset": engine.model, "cores": os.cpu_count(), "rows": rows}, indent=2) + "\n")
+    chart(rows, out / "rules_latency.png")
+    print(f"wrote {out / 'rules.json'} and {out / 'rules_latency.png'}", file=sys.stderr)
+    return 0
+
+
+def chart(rows: list[dict], path: Path) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no chart (pip install -e '.[bench]')", file=sys.stderr)
+        return
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for kind, marker in (("JSON", "o"), ("form", "s")):
+        pts = [(r["body_bytes"], r["median_ms"]) for r in rows if r["request"].startswith(kind) and r["body_bytes"]]
+        if pts:
+            ax.plot(*zip(*pts), marker=marker, label=f"{kind} body (median)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("body bytes")
+    ax.set_ylabel("rules decision, ms")
+    ax.set_title("Default ruleset: decision time by body size")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
