@@ -66,6 +66,16 @@ def canonical_cached(source: Path, records: list[dict], args, name: str) -> list
     return parts
 
 
+def eval_figures(res: dict) -> dict:
+    """What bundle.json keeps of an `engine.eval.evaluate(..., rules=True)` result: the model's own figures,
+    and under "with_rules" the gateway's default decision (the model, then the rules)."""
+    alone = res["model"]
+    out = {"records": res["records"], **{k: alone[k] for k in ("tpr", "fpr", "balanced_accuracy", "routing_accuracy", "per_class")},
+           "latency": res["latency"]}  # fmt: skip
+    out["with_rules"] = {k: res[k] for k in ("tpr", "fpr", "balanced_accuracy", "routing_accuracy", "per_class")}
+    return out
+
+
 def finish(out: Path, corpus: Path, install: bool) -> dict:
     """Evaluate a written bundle on the held-out splits, record the figures in its bundle.json, and
     optionally install it as the packaged default. Also runs alone: `--finish` on an existing bundle."""
@@ -77,9 +87,8 @@ def finish(out: Path, corpus: Path, install: bool) -> dict:
     for name in ("test", "evasion"):
         path = corpus / f"{name}.jsonl"
         if path.exists():
-            res = evaluate(out, path)
-            keep = ("records", "tpr", "fpr", "balanced_accuracy", "routing_accuracy", "per_class", "latency")
-            figures[name] = {k: res[k] for k in keep}
+            res = evaluate(out, path, rules=True)
+            figures[name] = eval_figures(res)
             print(table(res))
     manifest["eval"] = figures
     manifest = bundles.write_manifest(out, manifest)
