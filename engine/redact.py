@@ -89,7 +89,9 @@ def _pairs(text: str, names: frozenset[str], plus: bool) -> str:
         if value is None:
             out.append(name)
         else:
-            out.append(f"{name}={placeholder(value, plus) if value and _hit(name, names, plus) else value}")
+            # a value the canonical text reads as empty (blank, `+`, `%20`) stays as it is, like an empty one
+            hit = value and normalize(value, plus=plus) and _hit(name, names, plus)
+            out.append(f"{name}={placeholder(value, plus) if hit else value}")
     return "&".join(out)
 
 
@@ -125,8 +127,8 @@ def _json(obj: Any, hit: bool, names: frozenset[str]) -> Any:
         if hit and not obj:
             return PLACEHOLDER
         return [_json(v, hit, names) for v in obj]
-    if not hit or obj == "":
-        return obj
+    if not hit or (isinstance(obj, str) and not normalize(obj)):
+        return obj  # nothing to hide in a blank string, and the canonical text reads it as empty
     return placeholder(obj if isinstance(obj, str) else json.dumps(obj))
 
 
