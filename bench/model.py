@@ -65,7 +65,8 @@ def rss_for(bundle: str | None, length: int, threads: int) -> float:
         "m = Model(b.load(%r), threads=%d)\n"
         "e = Encoded(np.random.randint(12, m.tokenizer.get_vocab_size(), %d).astype(np.int64), False)\n"
         "m.run([e])\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        # VmHWM, not getrusage's ru_maxrss: on Linux that one keeps the forking parent's high-water mark
+        "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')][0])\n"
     ) % (str(ROOT), bundle, threads, length)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return int(out.stdout.strip().splitlines()[-1]) / 1024

@@ -1,6 +1,6 @@
 """Rules benchmark: what a decision by the default ruleset costs, by request shape and body size.
 
-    python bench/rules.py [--rules FILE] [--repeat 200] [--out bench/results]
+    python bench/ruleset.py [--rules FILE] [--repeat 200] [--out bench/results]
 
 Times `RuleEngine.evaluate` (the whole decision: every rule, every part, the anomaly score) on requests
 built here: a browser GET with a query, a 1 KiB JSON POST, a form POST, a 16 KiB JSON document, and JSON
