@@ -137,17 +137,12 @@ def latency(model: Model, feats: list[Features], n: int = 300) -> dict:
 
 
 def with_rules(verdicts: list, feats: list[Features], rules=None) -> list:
-    """The gateway's ensemble (engine/decide.py): the rules read what the model let through; their block stands."""
+    """The gateway's ensemble (engine/decide.py, `RuleEngine.second_look`) over a batch of model verdicts."""
     if rules is None:
         from rules import RuleEngine
 
         rules = RuleEngine.load()
-    out = []
-    for v, f in zip(verdicts, feats):
-        if not v.blocked and (ruled := rules.evaluate(f)).blocked:
-            v = ruled
-        out.append(v)
-    return out
+    return [rules.second_look(v, f) for v, f in zip(verdicts, feats)]
 
 
 def evaluate(bundle_path, data: str | Path, limit: int | None = None, threads: int = 1, progress=None,

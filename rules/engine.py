@@ -1,7 +1,8 @@
 """The rule engine: the model's fallback, and the home of the operator's overrides.
 
 Input: Features. Output: `evaluate()` → Verdict (source RULES), `scan()` → RuleResult (score, rule ids,
-tags), `override()` → Verdict (source OVERRIDE) or None.
+tags), `override()` → Verdict (source OVERRIDE) or None, `second_look()` → the model's verdict or the rules'
+block (the gateway's ensemble).
 
 Scoring is CRS-style anomaly scoring: every matching rule adds its score once (critical 5, error 4,
 warning 3, notice 2) and the request is blocked when the total reaches the ruleset's threshold (5 by
@@ -150,6 +151,14 @@ class RuleEngine:
             log.exception("rule scan failed; answering with the routing decision")
             result = RuleResult(0, (), (), self.threshold)
         return self.verdict(features, result)
+
+    def second_look(self, verdict: Verdict, features: Features) -> Verdict:
+        """The ensemble step: the rules read a request the model did not block, and their block stands;
+        otherwise the model's verdict does."""
+        if verdict.blocked:
+            return verdict
+        ruled = self.evaluate(features)
+        return ruled if ruled.blocked else verdict
 
     def verdict(self, features: Features, result: RuleResult) -> Verdict:
         try:
