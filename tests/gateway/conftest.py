@@ -19,6 +19,7 @@ from gateway.config import Config
 from gateway.exchange import HOLDER
 from gateway.protocol import GatewayRunner
 from tests.factories import make_config
+from tests.gateway.serving import Serving, launch
 
 
 class GatewayTestServer(TestServer):
@@ -87,3 +88,20 @@ def access_log(caplog) -> Callable[[], list[dict[str, Any]]]:
     """The access-log lines written so far, parsed."""
     caplog.set_level(logging.INFO, logger="clef.access")
     return lambda: [json.loads(r.getMessage()) for r in caplog.records if r.name == "clef.access"]
+
+
+@pytest.fixture
+async def serve() -> Any:
+    """`await serve(config, workers=1, wait=True)`: a real `clef-gateway serve` process (tests/gateway/serving.py);
+    every one started is killed, with its workers, at the end of the test."""
+    started: list[Serving] = []
+
+    async def start(config: Any, workers: int = 1, wait: bool = True) -> Serving:
+        started.append(serving := await launch(config, workers))
+        if wait:
+            await serving.started()
+        return serving
+
+    yield start
+    for serving in started:
+        await serving.stop()

@@ -24,9 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import sys
 from pathlib import Path
 
 import aiohttp
@@ -40,50 +37,13 @@ from engine.journal import Journal
 from engine.journal_writer import Entry, JournalSettings, row
 from engine.model import Model
 from gateway import cli
+from tests.gateway.serving import Serving, until
 from tests.sitecorpus import SITE_SQL, site_request, train_base, write_corpus
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).parents[2]
 ATTACK = "/search?q=1%27%20UNION%20SELECT%20password%20FROM%20users--"
-
-
-class Gateway:
-    """A `clef-gateway serve` process: its addresses, its access-log lines (stdout) and its log (stderr)."""
-
-    def __init__(self, proc: asyncio.subprocess.Process):
-        self.proc, self.access, self.log, self.proxy, self.admin = proc, [], [], "", ""
-        self.tasks = [asyncio.create_task(self._drain(proc.stdout, self.access)),
-                      asyncio.create_task(self._drain(proc.stderr, self.log))]  # fmt: skip
-
-    async def _drain(self, stream: asyncio.StreamReader, into: list[str]) -> None:
-        while line := await stream.readline():
-            into.append(line.decode(errors="replace"))
-
-    async def started(self) -> None:
-        await until(lambda: self.proc.returncode is not None or any("-> " in ln and "admin" in ln for ln in self.log), 90)
-        assert self.proc.returncode is None, "".join(self.log)
-        line = next(ln for ln in self.log if "-> " in ln and "admin" in ln)
-        self.proxy, self.admin = line.split("proxy ")[1].split()[0], line.split("admin ")[1].split(",")[0]
-
-    async def reload(self, generation: int) -> None:
-        self.proc.send_signal(signal.SIGHUP)
-        await until(lambda: any(f"config generation {generation} " in ln for ln in self.log)
-                    or any("reload refused" in ln for ln in self.log), 60)  # fmt: skip
-        assert not any("reload refused" in ln for ln in self.log), "".join(self.log[-5:])
-
-    def logged(self, path: str) -> list[dict]:
-        lines = [json.loads(ln) for ln in self.access if ln.startswith("{")]
-        return [ln for ln in lines if ln["path"] == path]
-
-
-async def until(ready, timeout: float = 30.0) -> None:
-    async def poll() -> None:
-        while not ready():
-            await asyncio.sleep(0.05)
-
-    await asyncio.wait_for(poll(), timeout)
 
 
 def write_config(path: Path, origin: str, journal: Path, bundle: Path, shadow: Path | None = None) -> None:
@@ -94,7 +54,7 @@ def write_config(path: Path, origin: str, journal: Path, bundle: Path, shadow: P
     path.write_text(yaml.safe_dump(doc))
 
 
-async def site(session: aiohttp.ClientSession, gw: Gateway, i: int) -> aiohttp.ClientResponse:
+async def site(session: aiohttp.ClientSession, gw: Serving, i: int) -> aiohttp.ClientResponse:
     method, path, headers, body = site_request(i)
     async with session.request(method, gw.proxy + path, headers=headers, data=body) as resp:
         await resp.read()
@@ -109,30 +69,6 @@ def trained(tmp_path_factory) -> tuple[Path, Path]:
     return corpus, train_base(corpus, folder / "base")
 
 
-@pytest.fixture
-async def serve():
-    started: list[Gateway] = []
-
-    async def start(config: Path) -> Gateway:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CLEF_")}
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "gateway.cli", "serve", "--config", str(config), env={**env, "PYTHONPATH": str(ROOT)},
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        gw = Gateway(proc)
-        started.append(gw)
-        await gw.started()
-        return gw
-
-    yield start
-    for gw in started:
-        if gw.proc.returncode is None:
-            gw.proc.send_signal(signal.SIGTERM)
-        await gw.proc.wait()
-        for t in gw.tasks:
-            t.cancel()
-
-
 async def test_journal_feedback_retrain_shadow_promote_rollback(trained, serve, upstream, tmp_path, capsys):
     corpus, base = trained
     journal, config, new = tmp_path / "journal.db", tmp_path / "gateway.yaml", tmp_path / "bundles" / "site-v2"
@@ -142,8 +78,8 @@ async def test_journal_feedback_retrain_shadow_promote_rollback(trained, serve, 
     async with aiohttp.ClientSession() as s:
         # 1. blocked and journaled, under the ids of the access-log lines
         assert [(await site(s, gw, i)).status for i in range(n)] == [403] * n
-        await until(lambda: len(gw.logged("/api/queries")) == n)
-        ids = [line["id"] for line in gw.logged("/api/queries")]
+        await until(lambda: len(gw.access_lines("/api/queries")) == n)
+        ids = [line["id"] for line in gw.access_lines("/api/queries")]
         await until(lambda: journal.exists() and len(Journal(journal).entries(path_prefix="/api/queries")) == n)
 
         # 2. the operator reviews them and marks them

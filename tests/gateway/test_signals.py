@@ -10,10 +10,7 @@ poll, briefly, for what it does.
 from __future__ import annotations
 
 import asyncio
-import os
-import re
 import signal
-import sys
 from pathlib import Path
 
 import aiohttp
@@ -22,75 +19,13 @@ import yaml
 
 from tests.gateway import rawhttp
 
-ROOT = Path(__file__).parents[2]
-CLI = [sys.executable, "-m", "gateway.cli"]
-
 pytestmark = pytest.mark.slow
-
-
-class Serving:
-    """The process, its addresses, and its stderr lines as they come (stdout is drained too)."""
-
-    def __init__(self, proc: asyncio.subprocess.Process):
-        self.proc, self.errors, self.proxy, self.admin = proc, [], "", ""
-        self.tasks = [asyncio.create_task(self._drain(proc.stdout, [])),
-                      asyncio.create_task(self._drain(proc.stderr, self.errors))]  # fmt: skip
-
-    async def _drain(self, stream: asyncio.StreamReader, into: list[str]) -> None:
-        while line := await stream.readline():
-            into.append(line.decode(errors="replace"))
-
-    async def started(self) -> None:
-        async def addresses() -> None:
-            while True:
-                for line in self.errors:
-                    if m := re.search(r"proxy (\S+) -> .* admin (\S+),", line):
-                        self.proxy, self.admin = m.groups()
-                        return
-                assert self.proc.returncode is None, "".join(self.errors)
-                await asyncio.sleep(0.05)
-
-        await asyncio.wait_for(addresses(), 60)
-
-    async def logged(self, pattern: str, count: int = 1, timeout: float = 30) -> None:
-        async def seen() -> None:
-            while sum(1 for line in self.errors if re.search(pattern, line)) < count:
-                await asyncio.sleep(0.05)
-
-        await asyncio.wait_for(seen(), timeout)
-
-    def signal(self, sig: int) -> None:
-        self.proc.send_signal(sig)
 
 
 def write(path: Path, upstream_url: str, **extra) -> None:
     doc = {"listen": "127.0.0.1:0", "admin": {"listen": "127.0.0.1:0"}, "origin": {"url": upstream_url},
            "shutdown": {"grace_s": 10}, **extra}  # fmt: skip
     path.write_text(yaml.safe_dump(doc))
-
-
-@pytest.fixture
-async def serve(tmp_path):
-    started: list[Serving] = []
-
-    async def start(config: Path) -> Serving:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CLEF_")}
-        proc = await asyncio.create_subprocess_exec(
-            *CLI, "serve", "--workers", "1", "--config", str(config), env={**env, "PYTHONPATH": str(ROOT)},
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        serving = Serving(proc)
-        started.append(serving)
-        await serving.started()
-        return serving
-
-    yield start
-    for s in started:
-        if s.proc.returncode is None:
-            s.proc.kill()
-        await s.proc.wait()
-        for t in s.tasks:
-            t.cancel()
 
 
 async def status_of(session: aiohttp.ClientSession, url: str) -> int:

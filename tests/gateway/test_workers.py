@@ -13,36 +13,12 @@ import signal
 import aiohttp
 import pytest
 
-from tests.gateway.test_signals import CLI, ROOT, Serving, write
+from tests.gateway.serving import Serving
+from tests.gateway.test_signals import write
 
 pytestmark = pytest.mark.slow
 DENY_ADMIN = {"rules": {"overrides": [{"id": "deny-admin", "action": "deny", "path_prefix": "/admin"}]}}
 NO_MODEL = {"model": {"enabled": False}}  # the rules decide: workers start in a second, not a model load
-
-
-@pytest.fixture
-async def serve():
-    started: list[Serving] = []
-
-    async def start(config, workers: int = 2, wait: bool = True) -> Serving:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CLEF_")}
-        proc = await asyncio.create_subprocess_exec(
-            *CLI, "serve", "--workers", str(workers), "--config", str(config), env={**env, "PYTHONPATH": str(ROOT)},
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
-        )  # fmt: skip
-        serving = Serving(proc)
-        started.append(serving)
-        if wait:
-            await serving.started()
-        return serving
-
-    yield start
-    for s in started:
-        if s.proc.returncode is None:
-            os.killpg(s.proc.pid, signal.SIGKILL)  # its own session: the parent and its workers, nothing else
-        await s.proc.wait()
-        for t in s.tasks:
-            t.cancel()
 
 
 def pids(gw: Serving) -> list[int]:
@@ -77,7 +53,7 @@ async def health(s: aiohttp.ClientSession, gw: Serving) -> tuple[int, dict]:
 async def test_two_workers_share_the_port_and_the_parent_speaks_for_both(serve, upstream, tmp_path):
     config = tmp_path / "gateway.yaml"
     write(config, upstream.url, mode="detect")
-    gw = await serve(config)
+    gw = await serve(config, workers=2)
     a, b = pids(gw)
     assert await fresh(gw.proxy + "/products", 40) == [200] * 40
     async with aiohttp.ClientSession() as s:
@@ -101,7 +77,7 @@ async def test_two_workers_share_the_port_and_the_parent_speaks_for_both(serve, 
 async def test_a_killed_worker_is_started_again_while_the_other_serves(serve, upstream, tmp_path):
     config = tmp_path / "gateway.yaml"
     write(config, upstream.url, mode="detect", **NO_MODEL)
-    gw = await serve(config)
+    gw = await serve(config, workers=2)
     first, other = pids(gw)
     os.kill(first, signal.SIGKILL)
     await gw.logged(r"worker 0 \(pid \d+\) exited -9")
@@ -124,7 +100,7 @@ async def test_a_killed_worker_is_started_again_while_the_other_serves(serve, up
 async def test_sigterm_lets_requests_in_flight_finish_on_every_worker_then_exits_0(serve, upstream, tmp_path):
     config = tmp_path / "gateway.yaml"
     write(config, upstream.url, mode="detect", **NO_MODEL)
-    gw = await serve(config)
+    gw = await serve(config, workers=2)
     upstream.gate = asyncio.Event()  # the origin holds /static/ answers
 
     async def held(i: int) -> int:
@@ -149,7 +125,7 @@ async def test_a_worker_that_cannot_start_ends_the_gateway_with_its_code(serve, 
     rules.write_text("rules: [{id: 1, not: a rule}]\n")  # a config that loads; a ruleset that does not
     config = tmp_path / "gateway.yaml"
     write(config, upstream.url, rules={"path": str(rules)}, **NO_MODEL)
-    gw = await serve(config, wait=False)
+    gw = await serve(config, workers=2, wait=False)
     assert await asyncio.wait_for(gw.proc.wait(), 60) == 2
     await gw.logged(r"worker \d could not start \(exit 2\); stopping")
     assert not any("clef-gateway: proxy" in line for line in gw.errors)  # it never said it was serving
