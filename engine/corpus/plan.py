@@ -7,7 +7,9 @@ MAX_REPEAT different requests (different positions, encodings and surrounding re
 
 from __future__ import annotations
 
+import re
 from typing import Any
+from urllib.parse import unquote
 
 from engine.corpus.rand import Rng
 from engine.corpus.raw import parse_request, visible_anomaly
@@ -31,10 +33,27 @@ GENERIC_PATHS = frozenset({"", "search", "sitemap.xml", "robots.txt", "index.htm
                            "blog", "news", "portal", "home", "reports", "logout"})  # fmt: skip
 
 
+# a path made only of plain words (`fotos/`, `blog/old/`, `mqseries/`): fuzzdb's directory-guessing lists hold
+# thousands, and one request for one of them is an ordinary 404, not a probe. CGI scripts stay (`cgi-bin/phf`).
+PLAIN_WORD_PATH = re.compile(r"/?[A-Za-z0-9_-]+(?:/[A-Za-z0-9_-]+)*/?")
+MIN_PAYLOAD_CHARS = 3  # `!`, `*`, `@*`, `%21`, `1'`: evidence of nothing on its own (and common in real input)
+
+
+def decoded_length(payload: str) -> int:
+    """Characters a payload holds once percent- and backslash-hex escapes are read (`%21`, `\\21` → 1)."""
+    return len(re.sub(r"\\[0-9A-Fa-f]{2}", "x", unquote(payload)).strip())
+
+
 def usable(rec: dict[str, Any]) -> str | None:
     """None when the payload record can be used, else the reason it is dropped."""
-    if rec["attack_class"] == "scanner" and rec["context"] == "path" and rec["payload"].strip("/").lower() in GENERIC_PATHS:
-        return "scanner path that is an ordinary page"
+    if rec["attack_class"] == "scanner" and rec["context"] == "path":
+        path = rec["payload"]
+        if path.strip("/").lower() in GENERIC_PATHS:
+            return "scanner path that is an ordinary page"
+        if PLAIN_WORD_PATH.fullmatch(path) and "cgi-bin" not in path.lower():
+            return "scanner path of plain words (a directory guess, not evidence of a probe)"
+    if rec["context"] in ("param", "path") and decoded_length(rec["payload"]) < MIN_PAYLOAD_CHARS:
+        return f"attack value shorter than {MIN_PAYLOAD_CHARS} characters once decoded"
     if rec["context"] == "request" and not visible_anomaly(parse_request(rec["payload"])):
         return "protocol anomaly invisible after parsing (HTTP version, Host, method case, quiet Content-Length)"
     return None

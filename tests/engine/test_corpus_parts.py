@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from engine.corpus import csic, encode, evasion, slots
+from engine.corpus import csic, encode, evasion, plan, slots
 from engine.corpus.draft import Body, Draft
 from engine.corpus.io import make_record, record_features
 from engine.corpus.rand import Rng
@@ -29,6 +29,27 @@ def test_choose_test_holds_out_whole_groups_but_never_a_giant_one():
     test = choose_test(groups)
     assert "giant" not in test and 4 <= len(test) <= 12
     assert choose_test({"a": 3, "b": 4}) == set()
+
+
+@pytest.mark.parametrize(
+    "cls, context, payload, kept",
+    [
+        ("scanner", "path", "/.git/config", True),
+        ("scanner", "path", "cgi-bin/phf", True),  # a known CGI exploit target
+        ("scanner", "path", "/wwwboard/passwd.txt", True),
+        ("scanner", "path", "fotos/", False),  # a directory guess: one request for it is an ordinary 404
+        ("scanner", "path", "blog/old/", False),
+        ("scanner", "path", "/admin", False),  # an ordinary page of any application
+        ("ldapi", "param", "*)(uid=*))(|(uid=*", True),
+        ("ldapi", "param", "%21", False),  # `!` once decoded: evidence of nothing
+        ("ldapi", "param", "\\21", False),
+        ("cmdi", "param", ";id", True),
+        ("sqli", "param", "1'", False),
+    ],
+)
+def test_the_labelling_policy_drops_payloads_that_are_no_evidence(cls, context, payload, kept):
+    rec = {"attack_class": cls, "context": context, "payload": payload, "label": "attack"}
+    assert (plan.usable(rec) is None) is kept
 
 
 @pytest.mark.parametrize(
