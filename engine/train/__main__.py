@@ -39,14 +39,22 @@ def file_sha256(path: Path) -> str:
     return bundles.sha256_file(path) if path.exists() else ""
 
 
-def split_dev(records: list[dict], share: float, seed: int) -> tuple[list[dict], list[dict]]:
-    def bucket(group: str) -> float:
-        h = hashlib.blake2b(f"{seed}:{group}".encode(), digest_size=8).digest()
+def split_dev(records: list[dict], share: float, seed: int, how: str = "groups") -> tuple[list[dict], list[dict]]:
+    """Hold out about `share` of the training file for calibration. `groups`: whole groups (payload templates,
+    text sources, generator families). `mixed`: whole groups, except that generator families (`gen:…`, which
+    the corpus already splits into train and test page variants) give single records, so no family of
+    benign traffic is left out of training altogether."""
+
+    def bucket(key: str) -> float:
+        h = hashlib.blake2b(f"{seed}:{key}".encode(), digest_size=8).digest()
         return int.from_bytes(h, "big") / 2**64
 
     train, dev = [], []
-    for r in records:
-        (dev if bucket(r.get("group") or json.dumps(r, sort_keys=True)[:200]) < share else train).append(r)
+    for i, r in enumerate(records):
+        key = r.get("group") or json.dumps(r, sort_keys=True)[:200]
+        if how == "mixed" and key.startswith("gen:"):
+            key = f"{key}#{i}"
+        (dev if bucket(key) < share else train).append(r)
     return train, dev
 
 
@@ -54,7 +62,7 @@ def canonical_cached(source: Path, records: list[dict], args, name: str) -> list
     """Canonical texts are the slow part of a run and depend only on the corpus, the split and the
     canonical version: keep them beside the corpus so reruns (other seeds, sizes, epochs) skip them."""
     key = hashlib.blake2b(
-        f"{file_sha256(source)}:{CANONICAL_VERSION}:{args.seed}:{args.limit}:{name}:{len(records)}".encode(), digest_size=10
+        f"{file_sha256(source)}:{CANONICAL_VERSION}:{args.seed}:{args.dev_split}:{args.limit}:{name}:{len(records)}".encode(), digest_size=10
     ).hexdigest()
     path = source.parent / f".canonical-{name}-{key}.pkl"
     if path.exists():
@@ -111,11 +119,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--name", default="clef-default")
     ap.add_argument("--version", default="0.1.0")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--epochs", type=float, default=2.0)
+    ap.add_argument("--epochs", type=float, default=3.0, help="passes over the training split (default 3: the default bundle's)")
+    ap.add_argument("--dev-split", choices=("groups", "mixed"), default="groups",
+                    help="how the calibration split is held out: whole groups, or whole groups but single records of "
+                         "generator families (mixed)")
     ap.add_argument("--limit", type=int, default=None, help="use only the first N training records (smoke runs)")
     ap.add_argument("--vocab", type=int, default=8192)
     ap.add_argument("--dim", type=int, default=64)
-    ap.add_argument("--train-max-tokens", type=int, default=2048, help="longer sequences keep head, body head and tail")
+    ap.add_argument("--train-max-tokens", type=int, default=8192,
+                    help="longer training sequences keep the head, the body's head and its tail (default 8192)")
     ap.add_argument("--max-tokens", type=int, default=65536, help="the bundle's serving token budget")
     ap.add_argument("--target-fpr", type=float, default=0.001, help="benign FPR the block threshold is calibrated to")
     ap.add_argument("--threads", type=int, default=2)
@@ -138,7 +150,7 @@ def main(argv=None) -> int:
 
     progress(f"[1/6] reading {corpus / 'train.jsonl'}")
     records = list(read_jsonl(corpus / "train.jsonl", args.limit))
-    train_recs, dev_recs = split_dev(records, 0.05, args.seed)
+    train_recs, dev_recs = split_dev(records, 0.05, args.seed, args.dev_split)
     progress(f"  {len(train_recs):,} train, {len(dev_recs):,} dev (held out by group)")
 
     progress("[2/6] canonical text and tokenizer")
@@ -196,6 +208,7 @@ def main(argv=None) -> int:
             "records": n_train,
             "dev_records": n_dev,
             "seed": args.seed,
+            "dev_split": args.dev_split,
             "train_max_tokens": args.train_max_tokens,
             **run,
         },

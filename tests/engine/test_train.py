@@ -150,3 +150,15 @@ def test_a_rerun_with_the_same_seed_gives_the_same_weights():
     a, b, c = run(1), run(1), run(2)
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert not all(torch.equal(a[k], c[k]) for k in a)
+
+
+def test_the_mixed_dev_split_leaves_no_generator_family_out_of_training():
+    from engine.train.__main__ import split_dev
+
+    records = [{"group": f"gen:family{i % 4}"} for i in range(4000)] + [{"group": f"tpl{i}"} for i in range(400)]
+    train, dev = split_dev(records, 0.05, seed=1, how="mixed")
+    assert {r["group"] for r in train} >= {f"gen:family{i}" for i in range(4)}
+    assert 100 <= sum(r["group"].startswith("gen:") for r in dev) <= 300  # records, not families
+    templates_dev = {r["group"] for r in dev if not r["group"].startswith("gen:")}
+    assert templates_dev and not templates_dev & {r["group"] for r in train}  # templates stay whole
+    assert split_dev(records, 0.05, seed=1, how="mixed") == (train, dev)
