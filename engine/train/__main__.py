@@ -39,7 +39,7 @@ def file_sha256(path: Path) -> str:
     return bundles.sha256_file(path) if path.exists() else ""
 
 
-def split_dev(records: list[dict], share: float, seed: int, how: str = "groups") -> tuple[list[dict], list[dict]]:
+def split_dev(records: list[dict], share: float, seed: int, how: str = "mixed") -> tuple[list[dict], list[dict]]:
     """Hold out about `share` of the training file for calibration. `groups`: whole groups (payload templates,
     text sources, generator families). `mixed`: whole groups, except that generator families (`gen:…`, which
     the corpus already splits into train and test page variants) give single records, so no family of
@@ -120,9 +120,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--version", default="0.1.0")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--epochs", type=float, default=3.0, help="passes over the training split (default 3: the default bundle's)")
-    ap.add_argument("--dev-split", choices=("groups", "mixed"), default="groups",
-                    help="how the calibration split is held out: whole groups, or whole groups but single records of "
-                         "generator families (mixed)")
+    ap.add_argument("--dev-split", choices=("groups", "mixed"), default="mixed",
+                    help="how the calibration split is held out: whole groups (payload templates, text sources) but "
+                         "single records of generator families (mixed, the default), or whole groups throughout")
     ap.add_argument("--limit", type=int, default=None, help="use only the first N training records (smoke runs)")
     ap.add_argument("--vocab", type=int, default=8192)
     ap.add_argument("--dim", type=int, default=64)
