@@ -43,7 +43,7 @@ def test_batch_equals_single(model):
     for i, e in enumerate(encs):
         alone, _ = model.run([e])
         # dynamic int8 quantises activations with one scale per batch, so a neighbour can move a score a little
-        # (0.3.1: 0.034 on a request scored 0.42 alone; see the closing note of that bundle)
+        # (0.3.1: 0.034 on a request scored 0.42 alone)
         assert np.allclose(together[i], alone[0], atol=5e-2)
 
 
