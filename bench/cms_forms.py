@@ -18,13 +18,15 @@ import json
 import random
 import sys
 import urllib.parse
+from urllib.parse import unquote_plus
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from engine import bundle as bundles  # noqa: E402
-from engine.eval import evaluate  # noqa: E402
+from engine.eval import evaluate, features_of  # noqa: E402
+from engine.fields import body_fields  # noqa: E402
 
 PATHS = ("/admin/pages/save", "/cms/edit", "/node/add/article")
 BROWSERS = (
@@ -33,25 +35,11 @@ BROWSERS = (
 )
 
 
-def longest_text(body: str) -> str:
-    """The longest string value of a JSON or form-urlencoded body ('' for anything else)."""
-    values: list[str] = []
-
-    def walk(x) -> None:
-        if isinstance(x, str):
-            values.append(x)
-        elif isinstance(x, dict):
-            for v in x.values():
-                walk(v)
-        elif isinstance(x, list):
-            for v in x:
-                walk(v)
-
-    try:
-        walk(json.loads(body))
-    except ValueError:
-        if "=" in body:
-            values = [v for _, v in urllib.parse.parse_qsl(body)]
+def longest_text(rec: dict) -> str:
+    """The longest text value in a record's body (a JSON leaf or a form field, decoded), through the one
+    split the canonical text and the rules use (`engine.fields`)."""
+    values = [unquote_plus(f.value) if f.kind == "form" else f.value for f in body_fields(features_of(rec))
+              if f.kind in ("json", "form") and isinstance(f.value, str)]  # fmt: skip
     return max(values, key=len, default="")
 
 
@@ -63,7 +51,7 @@ def documents(data: Path, min_chars: int = 200) -> list[str]:
             kind = r.get("gen") or ""
             if r.get("label") == "block" or not kind.startswith(("text/html", "text/markdown", "text/mixed")):
                 continue
-            text = longest_text(r.get("body") or "")
+            text = longest_text(r)
             if len(text) >= min_chars:
                 out.append(text)
     return out
