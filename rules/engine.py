@@ -33,7 +33,7 @@ from engine.features import Features
 from engine.labels import ATTACK_FEATURES, route_label
 from engine.verdict import Source, Verdict
 from rules.overrides import Override, parse_overrides
-from rules.plans import LARGE_VALUE, Planner, chain_for, encoded, transformed
+from rules.plans import LARGE_VALUE, Planner, chain_for, encoded, reads_large, transformed
 from rules.schema import Condition, Rule, RuleError, Ruleset, load_ruleset
 from rules.targets import Unit, units
 
@@ -103,7 +103,8 @@ class RuleEngine:
         rules = self.rules
         for unit in request_units:
             size = len(unit.value)
-            for plan in self.planner.plans_for(unit.targets, size > LARGE_VALUE):
+            large = size > LARGE_VALUE  # its plans hold only rules that read large values, at any length
+            for plan in self.planner.plans_for(unit.targets, large):
                 if size > plan.max_len:
                     continue
                 candidates: list[int] = []
@@ -112,11 +113,11 @@ class RuleEngine:
                     if hits:
                         candidates = [plan.set_rules[h] for h in hits]
                 for i in candidates:
-                    if i not in matched and rules[i].accepts(unit.value):
+                    if i not in matched and (large or rules[i].accepts(unit.value)):
                         if not rules[i].chain or self._chain_holds(rules[i], request_units):
                             matched.add(i)
                 for i in plan.slow:
-                    if i not in matched and rules[i].accepts(unit.value) and self._matches(rules[i], unit):
+                    if i not in matched and (large or rules[i].accepts(unit.value)) and self._matches(rules[i], unit):
                         if not rules[i].chain or self._chain_holds(rules[i], request_units):
                             matched.add(i)
         return matched
@@ -137,7 +138,8 @@ class RuleEngine:
         for i in sorted(self._scan_units(request_units)):
             rule = self.rules[i]
             for unit in request_units:
-                hit = any(t in rule.targets for t in unit.targets) and rule.accepts(unit.value)
+                fits = rule.accepts(unit.value) or (len(unit.value) > LARGE_VALUE and reads_large(rule))
+                hit = any(t in rule.targets for t in unit.targets) and fits
                 if hit and self._matches(rule, unit):
                     out.append((rule.id, unit.targets[0], unit.name, transformed(unit, chain_for(rule, unit))))
                     break

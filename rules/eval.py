@@ -107,7 +107,6 @@ def _show(args, engine, shown, features, attack, blocked, desc) -> None:
     print(f"{kind.upper()} score={r.score} {','.join(r.rules)} :: {desc[:300]!r}")
     if kind == "fp":
         for rid, target, name, value in engine.explain(features):
-            at = value.find("\n") if len(value) < 200 else -1
             print(f"    {rid} @ {target} {name[:40]!r}: {value[:200]!r}")
 
 

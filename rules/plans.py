@@ -5,9 +5,11 @@ tuple of `Plan`s, one per distinct chain of transformations; each holds one `re2
 all pattern rules of that chain, so a value is scanned once per chain whatever the number of rules.
 
 Large values (over LARGE_VALUE characters: a big body) get a single plan: one cheap chain (percent and
-JS-escape decoding) and one case-insensitive Set with every rule that has no length bound; rules bounded
-by max_length cannot apply to them anyway. A megabyte body is then read in one decoding pass and one RE2
-scan instead of one pass per chain.
+JS-escape decoding) and one case-insensitive Set with every rule that has no length bound or a document's
+(max_length >= DOCUMENT_LENGTH). A large body is many fields read as one: a rule that stops at documents
+(a script tag, /etc/passwd) still reads it, since the model sees only its head and tail. Rules bounded to
+short values cannot apply to it. A megabyte body is then read in one decoding pass and one RE2 scan
+instead of one pass per chain.
 
 Plans are built at load for every target tuple a request can produce (the set is finite: named headers
 only when a rule names them), so serving never compiles anything.
@@ -27,6 +29,7 @@ from rules.targets import _KIND_TARGETS, LARGE_BODY_TARGETS, NAMED_PREFIX, Unit
 from rules.transforms import TRANSFORMS
 
 LARGE_VALUE = 1 << 16
+DOCUMENT_LENGTH = 4096  # a max_length this long bounds the size of a document, not of a short value
 LARGE_CHAIN = ("urldecode", "jsdecode")
 
 
@@ -40,6 +43,11 @@ class Plan:
     slow: tuple[int, ...]  # rules whose operator runs on its own (libinjection, equals, ip, negated)
     max_len: float  # no rule of the plan applies to a longer value: skip its chain entirely
     key: tuple = ()  # the unit-cache key of the encoded value
+
+
+def reads_large(rule: Rule) -> bool:
+    """Whether a rule reads a large value (whose length it does not check then)."""
+    return rule.max_length is None or rule.max_length >= DOCUMENT_LENGTH
 
 
 def transformed(unit: Unit, chain: tuple[str, ...]) -> str:
@@ -106,7 +114,7 @@ class Planner:
         for i, rule in enumerate(self.rules):
             if not any(t in rule.targets for t in targets):
                 continue
-            if large and rule.max_length is not None and rule.max_length < LARGE_VALUE:
+            if large and not reads_large(rule):
                 continue
             pattern_rules, slow = chains.setdefault(LARGE_CHAIN if large else rule.transforms, ([], []))
             op = rule.operator
@@ -116,7 +124,7 @@ class Planner:
             patterns = [self.rules[i].operator.pattern for i in pattern_rules]
             raw = self._set(patterns, case_sensitive=not large) if patterns else None
             limits = [self.rules[i].max_length for i in pattern_rules + slow]
-            max_len = math.inf if None in limits else max(limits)
+            max_len = math.inf if large or None in limits else max(limits)
             plans.append(Plan(chain, raw, tuple(pattern_rules), tuple(slow), max_len, ("bytes",) + chain))
         return tuple(plans)
 

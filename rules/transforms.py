@@ -132,9 +132,19 @@ def cmdline(s: str) -> str:
     return _BLANK_RUN.sub(" ", s).lower()  # line breaks stay: a newline separates commands too
 
 
+_ENCODING_MARKS = ("%", "&", "\\")
+
+
 def nfkc(s: str) -> str:
-    """Unicode compatibility forms (fullwidth `＜`, ligatures) → their plain characters."""
-    return s if s.isascii() else unicodedata.normalize("NFKC", s)
+    """Unicode compatibility forms (fullwidth `＜`, ligatures) → their plain characters. When that brings
+    new escape characters (`％２ｅ` → `%2e`, `＆#60;`), the value is decoded once more: a payload written
+    encoded and then in fullwidth reads as the payload."""
+    if s.isascii():
+        return s
+    t = unicodedata.normalize("NFKC", s)
+    if t != s and any(t.count(c) > s.count(c) for c in _ENCODING_MARKS):
+        t = decode(t)
+    return t
 
 
 def decode_all(s: str) -> str:

@@ -4,6 +4,7 @@ The payloads are written for this test (not copied from the corpus), in the cont
 them: query and form values, JSON fields, headers, cookies, paths, uploads and XML bodies.
 """
 
+import base64
 import json
 from urllib.parse import quote, quote_plus
 
@@ -124,6 +125,13 @@ ATTACKS = [
     ("open_redirect", q("https:evil.example", name="return")),
     ("format_string", Features.build("GET", "/search", query="q=%25x%25x%25x%25x%25n", headers=[UA])),
     ("ssi", q('<!--#exec cmd="cat /etc/hostname" -->')),
+    # evasions: base64 in a parameter, a percent-encoded path written in fullwidth, a redirect behind a site path
+    ("xss", q(base64.b64encode(b"<script>alert(document.domain)</script>").decode(), name="data")),
+    ("xss", hdr("Cookie", "prefs=" + base64.b64encode(b"\"><svg onload=alert(3)>").decode())),
+    ("traversal", q("\uff05\uff12\uff45\uff05\uff12\uff45\uff05\uff12\uff46" * 3 + "etc\uff05\uff12\uff46passwd", name="file")),
+    ("open_redirect", q("//evil\u3002example", name="next")),
+    ("open_redirect", q("/redirect?to=//evil.example&next=//evil.example", name="return")),
+    ("rce", upload("<?php\nif (isset($_REQUEST['c'])) { echo shell_exec($_REQUEST['c']); }\n", "thumb.php")),
 ]
 
 
@@ -148,6 +156,13 @@ DOC_HTML = (
     "Load the widget after the page body. Put this tag just before the closing body tag so it does not "
     'block rendering:\n\n<script src="https://cdn.example.com/widget/2.1/widget.min.js" defer></script>\n\n'
     "The widget reads its options from data attributes on the container."
+)
+LONG_DOC = (
+    "## Handling clicks\n\nA first example shows the classic way, which you should not copy into real code:\n\n"
+    '<script>alert("hi")</script>\n\nOn Linux the hosts file is /etc/hosts; on Windows it is '
+    "C:\\Windows\\System32\\drivers\\etc\\hosts. Templates print values with {{ . }} inside "
+    "{{ range $files }} blocks, and a server-side include looks like <!--#exec cmd=\"ls\" -->.\n\n"
+    + "Each section then walks through the component, its props and its state, step by step. " * 120
 )
 DOC_HELM = 'image: "{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}"'
 
@@ -179,6 +194,16 @@ BENIGN = [
     ("search-words", q("select the best union jobs near me")),
     ("chunked-upload", raw("POST", "/upload", [("Transfer-Encoding", "chunked")], "5\r\nhello\r\n0\r\n\r\n")),
     ("multipart", upload("\x89PNG\r\n\x1a\n" + "\x00" * 64, "photo.png")),
+    # documents and code that people post, and site paths: what the rules used to block (rules/default.yaml)
+    ("php-file-upload", upload("<?php\n$link = mysqli_connect('db', 'app', 'secret');\necho 'connected';\n", "db.php")),
+    ("code-comment", form("// webpack.config.js\nmodule.exports = { mode: 'production' };")),
+    ("spa-config", raw("GET", "/app/config.json")),
+    ("site-path-and-dest", Features.build("GET", "/login", headers=[UA],
+                                          query="next=%2Faccount%2Forders&dest=https%3A%2F%2Fshop.example.net%2Fdashboard")),
+    ("git-url", js({"repository": {"ssh_url": "ssh://git@localhost:3035/acme/site.git"}})),
+    ("tutorial", js({"content": LONG_DOC})),
+    ("tutorial-form", form(LONG_DOC, name="body")),
+    ("jwt-param", q("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjMiLCJuYW1lIjoiQW5uYSJ9.c2lnbmF0dXJlLXNpZ25hdHVyZQ", name="token")),
 ]
 
 

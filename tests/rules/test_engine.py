@@ -1,5 +1,6 @@
 """rules/engine.py: targets, scoring, labels, chains, confidence and robustness, on small rulesets."""
 
+import base64
 import json
 
 import pytest
@@ -179,6 +180,29 @@ def test_many_fields_are_joined_but_still_scanned(engine):
     leaves = [{"k": f"v{i}"} for i in range(5 * PER_KIND)] + [{"k": "omega"}]
     f = Features.build("POST", "/", body=json.dumps(leaves), headers={"Content-Type": "application/json", "User-Agent": "t"})
     assert engine.scan(f).rules == ("c1",)
+
+
+def test_an_anchored_rule_reads_a_field_behind_hundreds_of_others(tmp_path):
+    """A 50 KB JSON document of prose leaves: the value 200 fields down is still a unit of its own."""
+    path = tmp_path / "a.yaml"
+    path.write_text("rules:\n  - {id: anchored, targets: [args], operator: {regex: '^omega!$'}}\n")
+    engine = RuleEngine.load(path)
+    leaves = [{"note": f"line {i} of the export, with words"} for i in range(200)] + [{"k": "omega!"}]
+    f = Features.build("POST", "/", body=json.dumps(leaves), headers={"Content-Type": "application/json"})
+    assert 200 < PER_KIND and engine.scan(f).rules == ("anchored",)
+
+
+def test_a_base64_value_is_also_read_decoded(tmp_path):
+    path = tmp_path / "b.yaml"
+    path.write_text("rules:\n  - {id: tag, targets: [args, headers], operator: {regex: '^ ?<script>'}}\n")
+    engine = RuleEngine.load(path)
+    token = base64.b64encode(b"<script>alert(1)</script>").decode()
+    f = Features.build("GET", "/", query=f"data={token}")
+    assert engine.scan(f).rules == ("tag",)
+    assert [name for _, _, name, _ in engine.explain(f)] == ["data (base64)"]
+    assert engine.scan(Features.build("GET", "/", headers={"X-Data": token})).rules == ("tag",)
+    # the raw token stays a unit too, and a token that decodes to no text adds nothing
+    assert engine.scan(Features.build("GET", "/", query="id=AAECAwQFBgcICQoLDA0ODw")).rules == ()
 
 
 def test_attack_at_the_end_of_a_large_body_is_found():

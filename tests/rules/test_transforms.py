@@ -49,6 +49,8 @@ CASES = [
     ("cmdline", "&&+|+dir+c:", "&& | dir c:"),
     ("nfkc", "＜script＞", "<script>"),
     ("nfkc", "ﬁle", "file"),
+    ("nfkc", "\uff05\uff12\uff45\uff05\uff12\uff45\uff0fetc", "../etc"),  # encoded, then fullwidth: decoded again
+    ("nfkc", "caf\u00e9 100%", "caf\u00e9 100%"),  # no new escape: no second decoding
     ("decode", "%26lt%3Bscript%26gt%3B", "<script>"),
     ("decode", "\\u0027+or+1%3D1", "' or 1=1"),
     ("remove_nulls", "a\x00b", "ab"),
