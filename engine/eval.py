@@ -154,11 +154,15 @@ def evaluate(bundle_path, data: str | Path, limit: int | None = None, threads: i
     verdicts, _, lengths = predict(model, feats, progress=progress)
     alone = None
     if rules:
+        from rules import RuleEngine
+
+        engine = RuleEngine.load()
         alone = metrics(records, feats, verdicts)
-        verdicts = with_rules(verdicts, feats)
+        verdicts = with_rules(verdicts, feats, engine)
     out = metrics(records, feats, verdicts)
     if alone is not None:
         out["decided_by"] = "model + default rules (the gateway's ensemble)"
+        out["rules"] = engine.model  # served figures depend on the ruleset's version too
         out["model"] = {k: alone[k] for k in ("tpr", "fpr", "balanced_accuracy", "routing_accuracy", "per_class")}
     out["seconds"] = round(time.time() - t0, 1)
     out["tokens_p50"] = int(np.median(lengths)) if lengths else 0

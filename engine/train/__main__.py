@@ -81,6 +81,8 @@ def eval_figures(res: dict) -> dict:
     out = {"records": res["records"], **{k: alone[k] for k in ("tpr", "fpr", "balanced_accuracy", "routing_accuracy", "per_class")},
            "latency": res["latency"]}  # fmt: skip
     out["with_rules"] = {k: res[k] for k in ("tpr", "fpr", "balanced_accuracy", "routing_accuracy", "per_class")}
+    if "rules" in res:
+        out["with_rules"]["rules"] = res["rules"]
     return out
 
 

@@ -33,6 +33,7 @@ def test_figures_alone_and_as_served(tmp_path, capsys):
     res = ev.evaluate(None, data, rules=True)
     assert (res["attacks"], res["benign"]) == (2, 2) and res["model"]["per_class"].keys() == res["per_class"].keys()
     assert res["tpr"] >= res["model"]["tpr"] and res["decided_by"].startswith("model + default rules")
+    assert res["rules"].startswith("rules:clef-default@")  # the served figures name the ruleset they were read with
     assert ev.main(["--data", str(data), "--rules"]) == 0
     out = capsys.readouterr().out
     assert "+ rules on" in out and "model alone: attack TPR" in out and "sqli" in out
