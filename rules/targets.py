@@ -13,7 +13,7 @@ cost of per-value anchors and length filters on the joined part. A body over LAR
 all: it becomes one unit read by body and argument rules alike (rules/plans.py gives it one pass).
 
 Base64: a value (argument, cookie, header) holding a base64 token that decodes to text gets a second unit,
-the value with that text in the token's place (engine.canonical.expand_base64, the model's own decoding),
+the value with that text in the token's place (the `base64` transform: the model's own decoding),
 under the same targets. Every rule then reads `q=PHNjcmlwdD4...` as it reads `q=<script>...`, anchors and
 length limits included, without a base64 step in every chain; the raw value stays for rules that look
 for base64 itself (a serialized PHP object).
@@ -25,9 +25,10 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
-from engine.canonical import _B64_CLOSE, _B64_OPEN, QUIET_HEADERS, QUIET_PREFIXES, expand_base64
+from engine.canonical import QUIET_HEADERS, QUIET_PREFIXES
 from engine.features import Features
 from engine.fields import Field, is_binary, printable_strings, request_fields, text_of
+from rules.transforms import base64_decode
 
 # target name → what it selects
 TARGETS = {
@@ -159,12 +160,10 @@ class _Builder:
 
 def base64_text(value: str) -> str | None:
     """`value` with its base64 tokens that decode to text replaced by the text, or None when it has none."""
-    if len(value) < 12 or len(value) > B64_MAX or not _B64_RUN.search(value):
+    if len(value) > B64_MAX or not _B64_RUN.search(value):
         return None
-    out = expand_base64(value)
-    if _B64_OPEN not in out:
-        return None
-    return out.replace(_B64_OPEN, " ").replace(_B64_CLOSE, " ")
+    out = base64_decode(value)
+    return None if out == value else out
 
 
 def _with_base64(b: _Builder, targets: tuple[str, ...], value: str, name: str, join_plain: bool = False) -> None:
