@@ -33,7 +33,7 @@ from engine.features import Features
 from engine.labels import ATTACK_FEATURES, route_label
 from engine.verdict import Source, Verdict
 from rules.overrides import Override, parse_overrides
-from rules.plans import LARGE_VALUE, Planner, chain_for, encoded, reads_large, transformed
+from rules.plans import LARGE_VALUE, Planner, chain_for, encoded, fits, transformed
 from rules.schema import Condition, Rule, RuleError, Ruleset, load_ruleset
 from rules.targets import Unit, units
 
@@ -103,7 +103,7 @@ class RuleEngine:
         rules = self.rules
         for unit in request_units:
             size = len(unit.value)
-            large = size > LARGE_VALUE  # its plans hold only rules that read large values, at any length
+            large = size > LARGE_VALUE  # its plans hold only rules that read large values: `fits` without the test
             for plan in self.planner.plans_for(unit.targets, large):
                 if size > plan.max_len:
                     continue
@@ -138,8 +138,7 @@ class RuleEngine:
         for i in sorted(self._scan_units(request_units)):
             rule = self.rules[i]
             for unit in request_units:
-                fits = rule.accepts(unit.value) or (len(unit.value) > LARGE_VALUE and reads_large(rule))
-                hit = any(t in rule.targets for t in unit.targets) and fits
+                hit = any(t in rule.targets for t in unit.targets) and fits(rule, unit.value)
                 if hit and self._matches(rule, unit):
                     out.append((rule.id, unit.targets[0], unit.name, transformed(unit, chain_for(rule, unit))))
                     break

@@ -50,6 +50,11 @@ def reads_large(rule: Rule) -> bool:
     return rule.max_length is None or rule.max_length >= DOCUMENT_LENGTH
 
 
+def fits(rule: Rule, value: str) -> bool:
+    """Whether a rule reads `value` at its length: its own bounds, or any length for a large value."""
+    return rule.accepts(value) or (len(value) > LARGE_VALUE and reads_large(rule))
+
+
 def transformed(unit: Unit, chain: tuple[str, ...]) -> str:
     """The unit's value after `chain`, memoised per prefix so chains sharing a start share the work."""
     cache = unit.cache
