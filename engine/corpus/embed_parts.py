@@ -10,7 +10,7 @@ from engine.canonical import canonical_text
 
 from engine.corpus import encode, params, paths, raw, session, vocab
 from engine.corpus.raw import visible_anomaly
-from engine.corpus.draft import Body, Draft, Part, boundary
+from engine.corpus.draft import Body, Draft, Part
 from engine.corpus.scenes import Ctx, all_scenes, start
 from engine.corpus.slots import Slot, put
 from engine.features import Features

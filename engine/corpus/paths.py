@@ -228,11 +228,11 @@ def static(rng: Rng, variant: str) -> tuple[str, list[tuple[str, str]], str]:
     elif variant == "cra":
         path = rng.pick([f"/static/js/main.{h8}.js", f"/static/js/{rng.randrange(100, 999)}.{h8}.chunk.js", f"/static/css/main.{h8}.css", f"/static/media/{name}.{rng.hexid(20)}.{img}"])
     elif variant == "java":
-        path = rng.pick([f"/resources/css/{name}.css", f"/webjars/jquery/3.6.0/jquery.min.js", f"/javax.faces.resource/{name}.js.xhtml"])
+        path = rng.pick([f"/resources/css/{name}.css", "/webjars/jquery/3.6.0/jquery.min.js", f"/javax.faces.resource/{name}.js.xhtml"])
         if path.endswith(".xhtml"):
             q = [("ln", "primefaces"), ("v", "12.0.0")]
     else:  # legacy
-        path = rng.pick([f"/js/{name}.js", f"/css/style.css", f"/css/{name}.css", f"/scripts/{name}.min.js", f"/img/{name}.{img}"])
+        path = rng.pick([f"/js/{name}.js", "/css/style.css", f"/css/{name}.css", f"/scripts/{name}.min.js", f"/img/{name}.{img}"])
         if rng.chance(0.4):
             q = [(rng.pick(["v", "ver", "t"]), rng.pick([str(rng.randrange(1, 40)), vocab.timestamp(rng), rng.hexid(8)]))]
     ext = path.rsplit(".", 1)[-1] if "." in path.rsplit("/", 1)[-1] else "png"

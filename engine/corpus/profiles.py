@@ -11,7 +11,6 @@ knows whether a request carries a session; Content-Type and Content-Length come 
 
 from __future__ import annotations
 
-from engine.corpus import vocab
 from engine.corpus.rand import Rng, Weighted
 
 ACCEPT_LANGUAGE = [

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from engine.corpus import params, paths, vocab
+from engine.corpus import paths, vocab
 from engine.corpus.draft import Body, Draft, Part, boundary
 from engine.corpus.pools import passage_size
 from engine.corpus.rand import Rng

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.corpus import encode, params
-from engine.corpus.draft import Body, Draft, Part
+from engine.corpus.draft import Draft, Part
 from engine.corpus.rand import Rng
 
 WHERE = ("query", "form", "json", "multipart", "file", "cookie", "header", "path", "raw")
