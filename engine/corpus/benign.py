@@ -3,8 +3,7 @@ them where it belongs.
 
 - shape scenes (pages, assets, searches, API reads and writes, forms, uploads, preflights, health checks,
   crawlers, long documents) with ordinary values: group `gen:<scene>/<variant>`;
-- benign_text records as posts, comments, tickets, gists, search queries and form fields, alone or with the
-  records after them in their source file (a section of a real document);
+- benign_text records as posts, comments, tickets, gists, search queries and form fields;
 - generated hard negatives (engine.corpus.hardneg) in the same places;
 - payloads.jsonl benign values (HttpParamsDataset parameters, browser and crawler User-Agents);
 - benign_api traffic (engine.corpus.api_traffic).
@@ -21,13 +20,12 @@ from engine.corpus.draft import Draft
 from engine.corpus.io import from_draft
 from engine.corpus.rand import Rng, Weighted
 from engine.corpus.scenes import Ctx, all_scenes
-from engine.corpus.pools import passage_size
-from engine.corpus.scenes_text import FOR_KIND, PASSAGE_SHARE
+from engine.corpus.scenes_text import FOR_KIND
 
 SHAPES = {"page": 18000, "static": 17000, "search": 7000, "api_read": 9000, "api_item": 5000, "api_write": 10000,
           "form_post": 9000, "multipart_form": 2500, "upload": 3500, "preflight": 2000, "health": 1500, "crawler": 2000,
           "long_doc": 6000, "xml_post": 2500}  # fmt: skip
-DATA = {"text": 40000, "hardneg": 8000, "values": 9000, "agents": 2500}
+DATA = {"text": 32000, "hardneg": 8000, "values": 9000, "agents": 2500}
 TEST_SHARE = 0.15
 
 
@@ -78,8 +76,6 @@ def text_records(rng: Rng, pools, split: str, scale: float) -> Iterator[dict]:
         item = items[i % len(items)]
         ctx = Ctx(rng.child(), pools, split)
         text, r = item["text"], ctx.rng.random()
-        if r >= 0.12 and ctx.rng.chance(PASSAGE_SHARE):
-            text = pools.section(item, passage_size(ctx.rng), whole=ctx.rng.chance(0.5))
         if r < 0.12 and len(text) <= 160 and "\n" not in text:
             d = carrier(ctx, SEARCH_CARRIERS, split)
             place(ctx, d, text, ("search",))

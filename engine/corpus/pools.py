@@ -54,7 +54,6 @@ class Pools:
     split: str
     texts: dict[str, list[dict]] = field(default_factory=dict)  # kind → records
     short: dict[str, list[dict]] = field(default_factory=dict)  # kind → records of one short line
-    docs: dict[str, list[dict]] = field(default_factory=dict)  # text group (one source file) → its records in order
     api: dict[str, list[dict]] = field(default_factory=dict)  # category → records
     values: list[dict] = field(default_factory=list)  # benign payload values (param context)
     agents: list[dict] = field(default_factory=list)  # benign User-Agent values
@@ -76,40 +75,12 @@ class Pools:
         pool = src.get(kind) or self.texts[kind]
         return rng.pick(pool)
 
-    def section(self, rec: dict, size: int, whole: bool = False) -> str:
-        """`rec` and the records after it in its source file, up to about `size` characters: a passage of a
-        real document (prose, code, shell and lists in their own order), as people paste or write a section
-        of a README or a how-to into a post. The texts are single paragraphs or snippets (median under
-        100 characters); a post built from one alone is far shorter and plainer than what people send.
-        Stops at the end of the file, so a short document stays short; `whole` starts at the file's top."""
-        doc = self.docs.get(rec.get("group", ""), [rec])
-        pos = 0 if whole else rec.get("doc_pos", 0)
-        out, n = [], 0
-        for r in doc[pos:]:
-            if out and n + len(r["text"]) > size:
-                break
-            out.append(r["text"])
-            n += len(r["text"]) + 2
-        return "\n\n".join(out)
-
-    def passage(self, rng: Rng, kinds: tuple[str, ...], size: int) -> str:
-        """A section of about `size` characters that starts at a random text of one of `kinds`."""
-        return self.section(self.text(rng, kinds), size)
-
-
-def passage_size(rng: Rng) -> int:
-    """Lengths of pasted sections: 300 characters to 8 KB, log-uniform (a median of about 1.5 KB)."""
-    return int(rng.loguniform(300, 8000))
-
 
 def build_pools(texts: list[dict], api: list[dict], values: list[dict]) -> dict[str, Pools]:
     pools = {s: Pools(s) for s in ("train", "test")}
     for rec in texts:
         p = pools["test" if split.text_is_test(rec) else "train"]
         rec["group"] = split.text_group(rec)
-        doc = p.docs.setdefault(rec["group"], [])
-        rec["doc_pos"] = len(doc)
-        doc.append(rec)
         p.texts.setdefault(rec["kind"], []).append(rec)
         t = rec["text"]
         if len(t) <= SHORT_CHARS and "\n" not in t:

@@ -13,7 +13,6 @@ import json
 
 from engine.corpus import paths, vocab
 from engine.corpus.draft import Body, Draft, Part, boundary
-from engine.corpus.pools import passage_size
 from engine.corpus.rand import Rng
 from engine.corpus.scenes import Ctx, scene, start
 from engine.corpus.scenes_api import json_slots, shape
@@ -31,7 +30,6 @@ FOR_KIND = {
     "html": ("cms_page", "email_compose", "wiki_edit", "note"),
     "config": ("gist", "ticket", "code_review", "settings_import"),
 }  # fmt: skip
-PASSAGE_SHARE = 0.5  # text posts that carry a section of a document rather than one paragraph or snippet
 TEXT_VARIANTS = ("issue", "forum_reply", "cms_page", "wiki_edit", "review", "code_review", "ticket", "chat", "email_compose",
                  "gist", "note", "translation", "sql_console", "settings_import")  # fmt: skip
 
@@ -62,8 +60,7 @@ def _short(ctx: Ctx) -> str:
 @scene("text_post", TEXT_VARIANTS, "json form multipart text")
 def text_post(ctx: Ctx, variant: str) -> Draft:
     rng = ctx.rng
-    kinds = ("markdown", "prose", "mixed")
-    body = ctx.pools.passage(rng, kinds, passage_size(rng)) if rng.chance(PASSAGE_SHARE) else ctx.pools.text(rng, kinds)["text"]
+    body = ctx.pools.text(rng, ("markdown", "prose", "mixed"))["text"]
     owner, repo = vocab.username(rng), vocab.slug(rng, 1)
     if variant == "issue":
         return _json(ctx, "POST", f"/api/v3/repos/{owner}/{repo}/issues", {"title": _short(ctx), "body": body, "labels": [rng.pick(["bug", "question", "docs"])]}, ("body",))
@@ -115,10 +112,9 @@ def long_size(rng: Rng) -> int:
 
 
 def long_text(ctx: Ctx, size: int, kinds: tuple[str, ...] = ("prose", "markdown", "mixed", "code", "html")) -> str:
-    """About `size` characters of documents one after another, each a section of a real file in its order."""
     out, n = [], 0
     while n < size:
-        t = ctx.pools.passage(ctx.rng, kinds, size - n)
+        t = ctx.pools.text(ctx.rng, kinds)["text"]
         out.append(t)
         n += len(t) + 2
     return "\n\n".join(out)

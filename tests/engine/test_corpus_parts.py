@@ -140,30 +140,3 @@ def test_scenes_make_requests_that_read_back():
             method, path, query, headers, body = d.render()
             f = Features.build(method=method, path=path, query=query, headers=headers, body=body)
             assert f.text.startswith("m ") and d.scene == f"{sc.name}/{v}"
-
-
-def test_sections_are_consecutive_texts_of_one_source_file_in_one_split():
-    from engine.corpus import split
-    from engine.corpus.pools import build_pools, passage_size
-
-    def rec(path, i, text):
-        return {"text": text, "kind": "prose", "source": "docs/site", "source_path": path, "i": i}
-
-    texts = [rec(f"f{k}.md", i, f"paragraph {i} of f{k}. " * 5) for k in range(40) for i in range(6)]
-    pools = build_pools(texts, [], [])
-    for name, pool in pools.items():
-        for doc in pool.docs.values():
-            assert [r["doc_pos"] for r in doc] == list(range(len(doc))) and [r["i"] for r in doc] == list(range(6))
-            assert all(split.text_is_test(r) == (name == "test") for r in doc)
-    pool = pools["train"]
-    doc = next(iter(pool.docs.values()))
-    third = doc[2]
-    # from a text on, in file order, within the size
-    assert pool.section(third, 10_000) == "\n\n".join(r["text"] for r in doc[2:])
-    assert pool.section(third, 2 * len(third["text"]) + 2) == third["text"] + "\n\n" + doc[3]["text"]
-    assert pool.section(third, 10) == third["text"]  # never less than the text itself
-    assert pool.section(third, 10_000, whole=True).startswith(doc[0]["text"])
-    assert pool.section({"text": "a loose text"}, 100) == "a loose text"  # no file known: the text alone
-    rng = Rng("sizes")
-    sizes = [passage_size(rng) for _ in range(2000)]
-    assert 300 <= min(sizes) and max(sizes) <= 8000 and 1000 < sorted(sizes)[1000] < 2500
