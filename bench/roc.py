@@ -1,0 +1,164 @@
+"""Bundles compared at matched false-positive rates: the model's block score on held-out files, as a ROC.
+
+    python bench/roc.py --bundle DEFAULT --bundle work/bundles/candidate \\
+        --data work/corpus/test.jsonl [--benign work/independent.jsonl] [--out bench/results/roc]
+
+A bundle's own figures depend on its block threshold, which each training run calibrates on its own dev
+split; two bundles at their own thresholds can trade detection for false positives without either ranking
+requests better. This benchmark takes the threshold out: for each bundle (DEFAULT is the packaged default)
+it scores every request of `--data` once with the model alone (no rules, no cache), then prints
+
+- the attack TPR at fixed benign false-positive rates of that file (0.05, 0.1, 0.2, 0.5 and 1 %),
+- TPR and FPR at fixed thresholds (0.95 ... 0.998 and the bundle's own),
+- for each `--benign` file (benign only, such as bench/independent.py's probe), the FPR at the threshold
+  that gives each fixed FPR on `--data` — what the other text would cost at the same operating point —
+  and at the fixed thresholds.
+
+Writes roc.json and roc.png (TPR against FPR, log scale) under --out. A threshold read off this output
+is read off held-out data: use it to compare bundles, never to set a bundle's threshold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from engine import bundle as bundles  # noqa: E402
+from engine.eval import features_of, predict, truth  # noqa: E402
+from engine.model import Model  # noqa: E402
+from engine.verdict import LABELS  # noqa: E402
+
+BLOCK = LABELS.index("block")
+FPRS = (0.0005, 0.001, 0.002, 0.005, 0.01)
+THRESHOLDS = (0.95, 0.977, 0.99, 0.995, 0.998)
+
+
+def scores(model: Model, path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Block probability and is-attack, per record of a request-shaped JSONL file."""
+    recs = [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
+    feats = [features_of(r) for r in recs]
+    _, probs, _ = predict(model, feats)
+    attack = np.array([truth(r, f) == "block" for r, f in zip(recs, feats)], dtype=bool)
+    return np.asarray(probs)[:, BLOCK].astype(np.float64), attack
+
+
+def threshold_at(benign: np.ndarray, fpr: float) -> float:
+    """The lowest threshold that blocks at most `fpr` of `benign` (blocked: score >= threshold)."""
+    s = np.sort(benign)[::-1]
+    k = int(np.floor(fpr * len(s)))  # at most k benign blocked
+    if k >= len(s):
+        return 0.0
+    return float(np.nextafter(s[k], 1.0))
+
+
+def rate(s: np.ndarray, t: float) -> float:
+    return float((s >= t).mean()) if len(s) else float("nan")
+
+
+def curve(p: np.ndarray, attack: np.ndarray) -> tuple[list[float], list[float]]:
+    """ROC points (FPR, TPR) at every distinct benign score, thinned to a few hundred."""
+    ben = np.sort(p[~attack])[::-1]
+    att = np.sort(p[attack])
+    ts = np.unique(np.concatenate([ben[: min(len(ben), 2000)], np.quantile(ben, np.linspace(0, 1, 200))]))
+    fpr = [1.0 - np.searchsorted(ben[::-1], t, side="left") / len(ben) for t in ts]
+    tpr = [1.0 - np.searchsorted(att, t, side="left") / len(att) for t in ts]
+    return [float(x) for x in fpr], [float(x) for x in tpr]
+
+
+def chart(results: list[dict], out: Path) -> Path | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for r in results:
+        fpr, tpr = r["curve"]
+        ax.plot([max(x, 1e-5) for x in fpr], [100 * y for y in tpr], label=r["bundle"])
+    ax.set_xscale("log")
+    ax.set_xlim(1e-4, 0.05)
+    ax.set_xlabel("benign false-positive rate (log)")
+    ax.set_ylabel("attack TPR, %")
+    ax.set_title(f"model alone on {results[0]['data']}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    path = out / "roc.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bundle", action="append", required=True, help="bundle folder, or DEFAULT (repeatable)")
+    ap.add_argument("--data", required=True, type=Path, help="request-shaped JSONL with attacks and benign")
+    ap.add_argument("--benign", action="append", default=[], type=Path, help="benign-only JSONL (repeatable)")
+    ap.add_argument("--out", default=ROOT / "bench" / "results" / "roc", type=Path)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    results = []
+    for name in args.bundle:
+        t0 = time.time()
+        b = bundles.load(None if name == "DEFAULT" else name)
+        model = Model(b, threads=args.threads)
+        p, attack = scores(model, args.data)
+        if not attack.any() or attack.all():
+            sys.exit(f"{args.data} needs both attacks and benign requests")
+        ben, att = p[~attack], p[attack]
+        own = float(b.thresholds.get("block", 0.5))
+        row: dict = {"bundle": b.id, "path": str(b.path), "data": str(args.data), "attacks": int(attack.sum()),
+                     "benign": int((~attack).sum()), "own_threshold": own}  # fmt: skip
+        row["at_fpr"] = {f"{100 * f:g}%": {"threshold": threshold_at(ben, f), "tpr": rate(att, threshold_at(ben, f)),
+                                           "fpr": rate(ben, threshold_at(ben, f))} for f in FPRS}  # fmt: skip
+        row["at_threshold"] = {f"{t:g}": {"tpr": rate(att, t), "fpr": rate(ben, t)} for t in (*THRESHOLDS, own)}
+        row["benign_files"] = {}
+        for path in args.benign:
+            q, _ = scores(model, path)
+            row["benign_files"][str(path)] = {
+                "n": len(q),
+                "at_data_fpr": {k: rate(q, v["threshold"]) for k, v in row["at_fpr"].items()},
+                "at_threshold": {f"{t:g}": rate(q, t) for t in (*THRESHOLDS, own)},
+            }
+        row["curve"] = curve(p, attack)
+        row["seconds"] = round(time.time() - t0, 1)
+        results.append(row)
+        print(f"scored {b.id} in {row['seconds']} s", file=sys.stderr, flush=True)
+
+    print(f"\nmodel alone on {args.data} ({results[0]['attacks']:,} attacks, {results[0]['benign']:,} benign)")
+    print("attack TPR at a fixed benign FPR of that file" + "".join(f"; FPR on {p.name} there" for p in args.benign))
+    print(f"  {'bundle':24s} " + " ".join(f"{k:>16s}" for k in results[0]["at_fpr"]))
+    for r in results:
+        cells = []
+        for k, v in r["at_fpr"].items():
+            extra = "".join(f"/{100 * bf['at_data_fpr'][k]:.2f}" for bf in r["benign_files"].values())
+            cells.append(f"{100 * v['tpr']:6.2f}{extra}")
+        print(f"  {r['bundle']:24s} " + " ".join(f"{c:>16s}" for c in cells))
+    print("TPR / FPR at fixed thresholds" + "".join(f" (FPR on {p.name})" for p in args.benign))
+    for r in results:
+        cells = []
+        for k, v in r["at_threshold"].items():
+            extra = "".join(f" ({100 * bf['at_threshold'][k]:.2f})" for bf in r["benign_files"].values())
+            own = "*" if float(k) == r["own_threshold"] else ""
+            cells.append(f"{k}{own}: {100 * v['tpr']:.2f} / {100 * v['fpr']:.3f}{extra}")
+        print(f"  {r['bundle']:24s} " + " | ".join(cells))
+    print("  (* the bundle's own threshold)")
+    (args.out / "roc.json").write_text(json.dumps(results, indent=1) + "\n")
+    png = chart(results, args.out)
+    print(f"results: {args.out / 'roc.json'}" + (f", {png}" if png else ""))
+
+
+if __name__ == "__main__":
+    main()

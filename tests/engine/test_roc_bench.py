@@ -1,0 +1,50 @@
+"""bench/roc.py: thresholds at a fixed false-positive rate, and a run on the real default model."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("bench_roc", ROOT / "bench" / "roc.py")
+roc = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(roc)
+
+
+def test_the_threshold_at_a_false_positive_rate_blocks_at_most_that_share():
+    benign = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95])
+    for fpr, blocked in ((0.0, 0), (0.05, 0), (0.1, 1), (0.25, 2), (0.5, 5), (1.0, 10)):
+        t = roc.threshold_at(benign, fpr)
+        assert (benign >= t).sum() == blocked
+    assert roc.threshold_at(benign, 0.1) > 0.9  # the highest benign score itself is not blocked at 10 %
+    fpr, tpr = roc.curve(np.array([0.2, 0.9, 0.99, 0.1, 0.5]), np.array([False, True, True, False, False]))
+    assert all(0 <= x <= 1 for x in fpr + tpr) and max(tpr) == 1.0
+
+
+def test_a_run_on_the_default_model_writes_figures_and_a_chart(tmp_path):
+    def req(query, label, cls=None):
+        return {"method": "GET", "path": "/search", "query": query, "headers": [["Host", "shop.example"]],
+                "body": "", "label": label, "attack_class": cls}  # fmt: skip
+
+    rows = [req(f"q=garden+chair+{i}", "allow") for i in range(20)]
+    rows += [req(f"id={i}%27+union+select+password+from+users--", "block", "sqli") for i in range(10)]
+    data = tmp_path / "mini.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    benign = tmp_path / "benign.jsonl"
+    benign.write_text("".join(json.dumps(r) + "\n" for r in rows[:5]))
+    out = tmp_path / "out"
+    run = subprocess.run([sys.executable, str(ROOT / "bench" / "roc.py"), "--bundle", "DEFAULT", "--data", str(data),
+                          "--benign", str(benign), "--out", str(out), "--threads", "1"],
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "attack TPR at a fixed benign FPR" in run.stdout
+    (res,) = json.loads((out / "roc.json").read_text())
+    assert res["attacks"] == 10 and res["benign"] == 20 and res["at_fpr"]["1%"]["fpr"] == 0.0
+    assert res["at_fpr"]["1%"]["tpr"] >= 0.9  # plain UNION SELECT in a query: the default model catches it
+    assert str(benign) in res["benign_files"] and res["benign_files"][str(benign)]["n"] == 5
+    assert (out / "roc.png").stat().st_size > 1000
