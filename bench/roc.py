@@ -121,8 +121,8 @@ def main() -> None:
         own = float(b.thresholds.get("block", 0.5))
         row: dict = {"bundle": b.id, "path": str(b.path), "data": str(args.data), "attacks": int(attack.sum()),
                      "benign": int((~attack).sum()), "own_threshold": own}  # fmt: skip
-        row["at_fpr"] = {f"{100 * f:g}%": {"threshold": threshold_at(ben, f), "tpr": rate(att, threshold_at(ben, f)),
-                                           "fpr": rate(ben, threshold_at(ben, f))} for f in FPRS}  # fmt: skip
+        at = {f"{100 * f:g}%": threshold_at(ben, f) for f in FPRS}
+        row["at_fpr"] = {k: {"threshold": t, "tpr": rate(att, t), "fpr": rate(ben, t)} for k, t in at.items()}
         row["at_threshold"] = {f"{t:g}": {"tpr": rate(att, t), "fpr": rate(ben, t)} for t in (*THRESHOLDS, own)}
         row["benign_files"] = {}
         for path in args.benign:
