@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 from engine import bundle as bundles  # noqa: E402
 from engine.eval import features_of, predict, truth  # noqa: E402
 from engine.model import Model  # noqa: E402
+from engine.train.calibrate import threshold_allowing  # noqa: E402
 from engine.verdict import LABELS  # noqa: E402
 
 BLOCK = LABELS.index("block")
@@ -51,12 +52,8 @@ def scores(model: Model, path: Path) -> tuple[np.ndarray, np.ndarray]:
 
 
 def threshold_at(benign: np.ndarray, fpr: float) -> float:
-    """The lowest threshold that blocks at most `fpr` of `benign` (blocked: score >= threshold)."""
-    s = np.sort(benign)[::-1]
-    k = int(np.floor(fpr * len(s)))  # at most k benign blocked
-    if k >= len(s):
-        return 0.0
-    return float(np.nextafter(s[k], 1.0))
+    """The lowest threshold that blocks at most `fpr` of `benign` (training's calibration, unclamped)."""
+    return threshold_allowing(benign, int(np.floor(fpr * len(benign))))
 
 
 def rate(s: np.ndarray, t: float) -> float:
@@ -152,8 +149,8 @@ def main() -> None:
         cells = []
         for k, v in r["at_threshold"].items():
             extra = "".join(f" ({100 * bf['at_threshold'][k]:.2f})" for bf in r["benign_files"].values())
-            own = "*" if float(k) == r["own_threshold"] else ""
-            cells.append(f"{k}{own}: {100 * v['tpr']:.2f} / {100 * v['fpr']:.3f}{extra}")
+            mark = "*" if float(k) == r["own_threshold"] else ""
+            cells.append(f"{k}{mark}: {100 * v['tpr']:.2f} / {100 * v['fpr']:.3f}{extra}")
         print(f"  {r['bundle']:24s} " + " | ".join(cells))
     print("  (* the bundle's own threshold)")
     (args.out / "roc.json").write_text(json.dumps(results, indent=1) + "\n")

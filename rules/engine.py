@@ -103,7 +103,7 @@ class RuleEngine:
         rules = self.rules
         for unit in request_units:
             size = len(unit.value)
-            large = size > LARGE_VALUE  # its plans hold only rules that read large values: `fits` without the test
+            large = size > LARGE_VALUE  # its plans hold only rules that read large values, so `fits` holds for them all
             for plan in self.planner.plans_for(unit.targets, large):
                 if size > plan.max_len:
                     continue

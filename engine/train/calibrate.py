@@ -96,13 +96,19 @@ def block_threshold(probs: np.ndarray, labels: np.ndarray, target_fpr: float, ru
     n_benign = int(benign_mask.sum())
     if ruled is not None:
         benign_mask &= ~ruled
-    benign = np.sort(probs[benign_mask, BLOCK])
-    allowed = int(np.floor(target_fpr * n_benign))
+    benign = probs[benign_mask, BLOCK].astype(np.float32)
     if len(benign) == 0:
         return 0.5
-    # the threshold must sit above the (allowed+1)-th highest benign score
-    cut = benign[-(allowed + 1)] if allowed < len(benign) else 0.0
-    return float(min(0.99, max(0.5, np.nextafter(np.float32(cut), np.float32(1.0)))))
+    return float(min(0.99, max(0.5, threshold_allowing(benign, int(np.floor(target_fpr * n_benign))))))
+
+
+def threshold_allowing(scores: np.ndarray, allowed: int) -> float:
+    """The lowest threshold (blocked: score >= threshold) that blocks at most `allowed` of `scores`: just
+    above the (allowed+1)-th highest score, in the scores' own precision; 0 when all may be blocked."""
+    if allowed >= len(scores):
+        return 0.0
+    cut = np.sort(scores)[::-1][allowed]
+    return float(np.nextafter(cut, np.asarray(1.0, dtype=cut.dtype)))
 
 
 def int8(net, dev: Encoded, fp32_dev: dict, dest: Path, seed: int,
