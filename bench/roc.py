@@ -78,6 +78,7 @@ def chart(results: list[dict], out: Path) -> Path | None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
+        print("matplotlib not installed: no chart (pip install -e '.[bench]')", file=sys.stderr)
         return None
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for r in results:
