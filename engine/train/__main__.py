@@ -128,6 +128,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--limit", type=int, default=None, help="use only the first N training records (smoke runs)")
     ap.add_argument("--vocab", type=int, default=8192)
     ap.add_argument("--dim", type=int, default=64)
+    ap.add_argument("--ffn", type=int, default=128, help="hidden width of the feed-forward layer (default 128)")
     ap.add_argument("--train-max-tokens", type=int, default=8192,
                     help="longer training sequences keep the head, the body's head and its tail (default 8192)")
     ap.add_argument("--max-tokens", type=int, default=65536, help="the bundle's serving token budget")
@@ -176,7 +177,7 @@ def main(argv=None) -> int:
     del records, train_recs, dev_recs, sample, texts, train_parts, dev_parts  # only the ids are needed now
 
     progress("[4/6] training")
-    net = ClefNet(tokenizer.get_vocab_size(), len(LABELS), len(FEATURES), d=args.dim)
+    net = ClefNet(tokenizer.get_vocab_size(), len(LABELS), len(FEATURES), d=args.dim, ffn=args.ffn)
     progress(f"  {sum(p.numel() for p in net.parameters()):,} parameters")
     cfg = TrainConfig(epochs=args.epochs, seed=args.seed)
     run = train(net, train_data, cfg)
