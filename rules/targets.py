@@ -16,7 +16,7 @@ Base64: a value (argument, cookie, header) holding a base64 token that decodes t
 the value with that text in the token's place (the `base64` transform: the model's own decoding),
 under the same targets. Every rule then reads `q=PHNjcmlwdD4...` as it reads `q=<script>...`, anchors and
 length limits included, without a base64 step in every chain; the raw value stays for rules that look
-for base64 itself (a serialized PHP object).
+for base64 itself (a serialized PHP object). A token in fullwidth forms is read through NFKC first.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from engine.canonical import QUIET_HEADERS, QUIET_PREFIXES
 from engine.features import Features
 from engine.fields import Field, is_binary, printable_strings, request_fields, text_of
-from rules.transforms import base64_decode
+from rules.transforms import base64_decode, nfkc
 
 # target name → what it selects
 TARGETS = {
@@ -159,11 +159,15 @@ class _Builder:
 
 
 def base64_text(value: str) -> str | None:
-    """`value` with its base64 tokens that decode to text replaced by the text, or None when it has none."""
-    if len(value) > B64_MAX or not _B64_RUN.search(value):
+    """`value` with its base64 tokens that decode to text replaced by the text, or None when it has none.
+    A token written in fullwidth forms (`ＴｚｏｚＭｚｏｉ...`) is read in its plain form first."""
+    if len(value) > B64_MAX:
         return None
-    out = base64_decode(value)
-    return None if out == value else out
+    plain = value if value.isascii() else nfkc(value)
+    if not _B64_RUN.search(plain):
+        return None
+    out = base64_decode(plain)
+    return None if out == plain else out
 
 
 def _with_base64(b: _Builder, targets: tuple[str, ...], value: str, name: str, join_plain: bool = False) -> None:

@@ -130,6 +130,8 @@ ATTACKS = [
     ("xss", hdr("Cookie", "prefs=" + base64.b64encode(b"\"><svg onload=alert(3)>").decode())),
     ("traversal", q("\uff05\uff12\uff45\uff05\uff12\uff45\uff05\uff12\uff46" * 3 + "etc\uff05\uff12\uff46passwd", name="file")),
     ("open_redirect", q("//evil\u3002example", name="next")),
+    ("sqli", q("1'/**/wh/**/ere/**/6406=6406;sel/**/ect/**/count(*)/**/fr/**/om/**/users--", name="id")),
+    ("deserialization", form("".join(chr(ord(c) + 0xFEE0) for c in base64.b64encode(b'O:8:"stdClass":1:{s:1:"a";s:1:"b";}').decode()), name="state")),
     ("open_redirect", q("/redirect?to=//evil.example&next=//evil.example", name="return")),
     ("rce", upload("<?php\nif (isset($_REQUEST['c'])) { echo shell_exec($_REQUEST['c']); }\n", "thumb.php")),
 ]
@@ -197,6 +199,8 @@ BENIGN = [
     # documents and code that people post, and site paths: what the rules used to block (rules/default.yaml)
     ("php-file-upload", upload("<?php\n$link = mysqli_connect('db', 'app', 'secret');\necho 'connected';\n", "db.php")),
     ("code-comment", form("// webpack.config.js\nmodule.exports = { mode: 'production' };")),
+    ("sql-comment", form("SELECT id /* the key */, name FROM users /* all of them */ WHERE active = 1;")),
+    ("fullwidth-text", form("ＡＢＣ株式会社の新しいカタログ、ＰＤＦ版はこちら")),
     ("spa-config", raw("GET", "/app/config.json")),
     ("site-path-and-dest", Features.build("GET", "/login", headers=[UA],
                                           query="next=%2Faccount%2Forders&dest=https%3A%2F%2Fshop.example.net%2Fdashboard")),

@@ -39,6 +39,11 @@ CASES = [
     ("sqlcomments", "1 /*!50000union*/ select", "1  union  select"),
     ("sqlcomments", "admin'-- rest", "admin' "),
     ("sqlcomments", "1 # comment\n2", "1  \n2"),
+    # a comment inside a SQL keyword joins the word; any other comment stays
+    ("sqlsplit", "un/**/ion/**/sel/**/ect", "union/**/select"),
+    ("sqlsplit", "1'/**/wh/**/ere/**/1=1;SEL/*x*/ECT 1", "1'/**/where/**/1=1;SELECT 1"),
+    ("sqlsplit", "int/* count */main(a/* b */c)", "int/* count */main(a/* b */c)"),
+    ("sqlsplit", "select/**/1", "select/**/1"),
     # what a shell runs
     ("cmdline", "c'a't /e\"tc/pa\\sswd", "cat/etc/passwd"),
     ("cmdline", "W^H^O^A^M^I", "whoami"),
