@@ -208,7 +208,8 @@ class Decider:
     async def _rules(fn: Callable[[Features], Verdict], features: Features) -> Verdict:
         """A rules call; off the event loop for a body over 4 KB (bench/RESULTS.md: 0.4–0.6 ms for a 1 KB body,
         6.6 ms median for a 16 KB JSON document of long values, ~35 ms for 64 KB of 3,000 short leaves), so
-        one such request does not hold up the others. Small bodies stay inline, where a hop to a thread would cost about what it saves."""
+        one such request does not hold up the others. Small bodies stay inline, where a hop to a thread would
+        cost about what it saves."""
         if len(features.body) > RULES_INLINE_BODY_BYTES:
             return await asyncio.to_thread(fn, features)
         return fn(features)
