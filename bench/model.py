@@ -1,12 +1,14 @@
 """Model benchmark: latency and memory of the int8 bundle by input length, threads, and batch size.
 
-    python bench/model.py [--bundle DIR] [--out bench/results] [--quick]
+    python bench/model.py [--bundle DIR] [--out bench/results] [--quick] [--requests FILE.jsonl]
 
 For 64, 256, 1K, 4K, 16K and 64K tokens, with 1 and 2 ONNX Runtime threads: median and p90 of the
 model's forward pass (and of canonicalise + tokenise + forward for a realistic request of that size),
 cost per token, and the peak RSS of a fresh process that loads the bundle and runs that length once.
-Then batch throughput for short requests. Prints a table, writes results JSON and a PNG chart of latency
-against length.
+Then batch throughput for short requests, and the served session against one with every ONNX Runtime
+graph rewrite (engine.model.DISABLED_OPTIMIZERS left in), timed in turns in this run. With `--requests`,
+also the forward pass over a sample of real requests (request-shaped JSONL, such as a held-out split):
+what a typical request costs. Prints a table, writes results JSON and a PNG chart of latency against length.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine import bundle as bundles  # noqa: E402
 from engine.features import Features  # noqa: E402
-from engine.model import Encoded, Model  # noqa: E402
+from engine.model import DISABLED_OPTIMIZERS, Encoded, Model  # noqa: E402
 
 LENGTHS = [64, 256, 1024, 4096, 16384, 65536]
 
@@ -77,6 +79,8 @@ def main(argv=None) -> int:
     ap.add_argument("--bundle", default=None)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     ap.add_argument("--quick", action="store_true", help="fewer repeats (for a smoke run)")
+    ap.add_argument("--requests", default=None, help="request-shaped JSONL: also time a sample of real requests")
+    ap.add_argument("--sample", type=int, default=1000, help="how many requests --requests reads (evenly spread)")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -112,11 +116,70 @@ def main(argv=None) -> int:
         t = timed(lambda: model.run(encs), 3 if args.quick else 30)
         batch_rows.append({"batch": size, "tokens_each": 100, "requests_per_s": round(size / (statistics.median(t) / 1000), 1)})
     result = {"bundle": b.id, "cores": os.cpu_count(), "latency": rows, "batch": batch_rows,
-              "self_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}  # fmt: skip
+              "rewrites": rewrites(model, 10 if args.quick else 300)}  # fmt: skip
+    if args.requests:
+        result["requests"] = real_requests(model, Path(args.requests), args.sample)
+    result["self_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     (out / "model.json").write_text(json.dumps(result, indent=2) + "\n")
     chart(rows, out / "model_latency.png")
     print(table(result))
     return 0
+
+
+def rewrites(model: Model, reps: int) -> list[dict]:
+    """The served session against one with every ONNX Runtime rewrite, one thread, timed in turns."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    every = ort.InferenceSession(str(model.bundle.model_path), opts, providers=["CPUExecutionProvider"])
+    out = []
+    for n in (64, 256, 1024):
+        ids = np.random.default_rng(n).integers(12, model.tokenizer.get_vocab_size(), (1, n)).astype(np.int64)
+        feed = {model.input_name: ids}
+        served, full = [], []
+        for _ in range(reps):
+            served += timed(lambda: model.session.run(None, feed), 1)
+            full += timed(lambda: every.run(None, feed), 1)
+        row = {"tokens": n, "served_p50_ms": round(statistics.median(served), 3),
+               "every_rewrite_p50_ms": round(statistics.median(full), 3)}  # fmt: skip
+        row["ratio"] = round(row["served_p50_ms"] / row["every_rewrite_p50_ms"], 3)
+        out.append(row)
+        print(f"  rewrites, {n} tokens: served {row['served_p50_ms']} ms, every rewrite {row['every_rewrite_p50_ms']} ms "
+              f"(x{row['ratio']}; left out: {', '.join(DISABLED_OPTIMIZERS)})", file=sys.stderr)  # fmt: skip
+    return out
+
+
+def real_requests(model: Model, path: Path, sample: int) -> dict:
+    """Forward pass (padded to the window, one at a time, one thread) and canonical text + tokenising +
+    forward over `sample` requests spread evenly through a request-shaped JSONL file."""
+    from engine.eval import features_of
+
+    with path.open(encoding="utf-8") as fh:
+        lines = fh.readlines()
+    step = max(1, len(lines) // sample)
+    records = [json.loads(line) for line in lines[::step][:sample]]
+    del lines
+    tokens, fwd, whole = [], [], []
+    for rec in records:
+        f = features_of(rec)
+        t = time.perf_counter()
+        enc = model.encode(f)
+        t1 = time.perf_counter()
+        model.run([enc])
+        t2 = time.perf_counter()
+        tokens.append(enc.length)
+        fwd.append((t2 - t1) * 1000)
+        whole.append((t2 - t) * 1000)
+    res = {"file": path.name, "requests": len(records), "tokens_p50": int(statistics.median(tokens)),
+           "tokens_p90": int(np.percentile(tokens, 90)), "share_within_256": round(float(np.mean(np.array(tokens) <= 256)), 4),
+           "forward_p50_ms": round(statistics.median(fwd), 3), "forward_p90_ms": round(float(np.percentile(fwd, 90)), 3),
+           "with_encoding_p50_ms": round(statistics.median(whole), 3)}  # fmt: skip
+    print(f"  {res['requests']} requests of {path.name}: {res['tokens_p50']} tokens median, forward p50 "
+          f"{res['forward_p50_ms']} ms, with canonical text and tokenising {res['with_encoding_p50_ms']} ms", file=sys.stderr)
+    return res
 
 
 def table(res: dict) -> str:
@@ -128,6 +191,15 @@ def table(res: dict) -> str:
                      f"{r['us_per_token']} | {r['request_p50_ms'] if r['request_p50_ms'] is not None else '–'} | {r['peak_rss_mib']} |")  # fmt: skip
     lines += ["", "| batch (100 tokens each) | requests/s, 1 thread |", "|---|---|"]
     lines += [f"| {r['batch']} | {r['requests_per_s']} |" for r in res["batch"]]
+    lines += ["", f"| tokens | served p50 ms | every rewrite p50 ms | ratio (left out: {', '.join(DISABLED_OPTIMIZERS)}) |",
+              "|---|---|---|---|"]  # fmt: skip
+    lines += [f"| {r['tokens']} | {r['served_p50_ms']} | {r['every_rewrite_p50_ms']} | {r['ratio']} |" for r in res["rewrites"]]
+    if "requests" in res:
+        q = res["requests"]
+        lines += ["", "| requests | tokens p50 / p90 | within 256 tokens | forward p50 / p90 ms | with canonical text + tokenising p50 ms |",
+                  "|---|---|---|---|---|",
+                  f"| {q['requests']} of {q['file']} | {q['tokens_p50']} / {q['tokens_p90']} | {100 * q['share_within_256']:.1f} % | "
+                  f"{q['forward_p50_ms']} / {q['forward_p90_ms']} | {q['with_encoding_p50_ms']} |"]  # fmt: skip
     return "\n".join(lines)
 
 

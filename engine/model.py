@@ -27,6 +27,24 @@ PAD, UNK, CLS, SEP = 0, 1, 2, 3
 SPECIAL_TOKENS = [
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[ID]", "[HEX]", "[UUID]", "[NUM]", "[CRED]", "[B64]", "[/B64]", "[SQLI]", "[XSS]",
 ]  # fmt: skip
+# Graph rewrites ONNX Runtime would apply that make this network slower. SkipLayerNormFusion joins the
+# feed-forward's residual add with the final LayerNorm; its CPU kernel is slower than the two nodes it
+# replaces at our width (d=64): the forward pass at 256 tokens takes about 12 % less without it, with
+# the same outputs to 1e-7 (`bench/model.py` times both; bench/RESULTS.md).
+DISABLED_OPTIMIZERS = ("SkipLayerNormFusion",)
+
+
+def open_session(path: str, threads: int = 1) -> ort.InferenceSession:
+    """The ONNX Runtime session every part of the engine runs a bundle's graph in: CPU, `threads`
+    intra-op threads, sequential, all graph optimisations but DISABLED_OPTIMIZERS."""
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = max(1, threads)
+    opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(
+        path, sess_options=opts, providers=["CPUExecutionProvider"], disabled_optimizers=list(DISABLED_OPTIMIZERS)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,14 +85,7 @@ class Model:
         self.max_tokens = min(bundle.max_tokens, max_tokens or bundle.max_tokens)
         try:
             self.tokenizer = Tokenizer.from_file(str(bundle.tokenizer_path))
-            opts = ort.SessionOptions()
-            opts.intra_op_num_threads = max(1, threads)
-            opts.inter_op_num_threads = 1
-            opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            self.session = ort.InferenceSession(
-                str(bundle.model_path), sess_options=opts, providers=["CPUExecutionProvider"]
-            )
+            self.session = open_session(str(bundle.model_path), threads)
         except Exception as err:  # onnxruntime and tokenizers raise their own types
             raise BundleError(f"model bundle {bundle.path}: cannot load ({err})") from None
         self.tokenizer.no_padding()

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import onnxruntime as ort
 
+from engine.model import open_session
 from engine.train.data import Encoded, batches, pad, progress
 from engine.verdict import LABELS
 
@@ -41,9 +41,7 @@ def figures(probs: np.ndarray, labels: np.ndarray, threshold: float, ruled: np.n
 
 
 def measure_onnx(path: Path, data: Encoded, window: int) -> dict:
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    sess = open_session(str(path), threads=1)  # as the gateway runs it, so the timings compare
     probs = np.zeros((len(data.ids), len(LABELS)), dtype=np.float32)
     for idx in batches([len(x) for x in data.ids], 65536, window, random.Random(0)):
         probs[idx] = sess.run(None, {"input_ids": pad(data.ids, idx, window)})[0]

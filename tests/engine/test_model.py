@@ -66,3 +66,34 @@ def test_verdict_threshold_and_tags(model):
     v = model.verdict(np.array([0.01, 0.9, 0.05, 0.04], dtype=np.float32), feats)
     assert v.label == "cache" and v.features == ("static",)  # attack tags only accompany a block
     assert v.model == model.id
+
+
+def test_served_graph_leaves_out_the_slow_fusion_and_scores_the_same(model, tmp_path):
+    """The session runs without SkipLayerNormFusion (slower at d=64, bench/RESULTS.md) and still scores
+    as the graph with every rewrite does."""
+    import onnx
+    import onnxruntime as ort
+
+    from engine.model import DISABLED_OPTIMIZERS
+
+    assert DISABLED_OPTIMIZERS == ("SkipLayerNormFusion",)
+
+    def optimised(disabled: list[str], name: str) -> tuple[ort.InferenceSession, set[str]]:
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = 1
+        opts.optimized_model_filepath = str(tmp_path / name)
+        sess = ort.InferenceSession(str(model.bundle.model_path), opts, ["CPUExecutionProvider"], disabled_optimizers=disabled)
+        return sess, {n.op_type for n in onnx.load(str(tmp_path / name)).graph.node}
+
+    full, full_ops = optimised([], "full.onnx")
+    served, served_ops = optimised(list(DISABLED_OPTIMIZERS), "served.onnx")
+    assert "SkipLayerNormalization" in full_ops  # the rewrite applies to this graph: disabling it matters
+    assert "SkipLayerNormalization" not in served_ops
+    batch = [model.encode(Features.build("GET", "/search", f"q=select+{i}&page={i}" * (i + 1))) for i in range(4)]
+    ids = np.zeros((4, model.padded_length(max(e.length for e in batch))), dtype=np.int64)
+    for i, e in enumerate(batch):
+        ids[i, : e.length] = e.ids
+    want, _ = full.run(None, {model.input_name: ids})
+    got, _ = model.run(batch)
+    assert np.allclose(got, want, atol=1e-5)
+    assert np.allclose(served.run(None, {model.input_name: ids})[0], got, atol=1e-7)

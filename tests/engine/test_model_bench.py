@@ -1,0 +1,39 @@
+"""bench/model.py's parts that read real requests and compare graph rewrites, on the real default model."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+from engine import bundle as bundles
+from engine.model import DISABLED_OPTIMIZERS, Model
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("bench_model", ROOT / "bench" / "model.py")
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+
+def test_real_requests_are_sampled_evenly_and_measured(tmp_path):
+    path = tmp_path / "requests.jsonl"
+    with path.open("w") as fh:
+        for i in range(30):
+            long = i in (9, 18, 19)  # bodies of well over 256 tokens
+            body = json.dumps({"text": " ".join(f"word{j} and more" for j in range(400))}) if long else ""
+            fh.write(json.dumps({"method": "POST" if long else "GET", "path": f"/items/{i}", "query": f"page={i}",
+                                 "headers": [["Content-Type", "application/json"]] if long else [], "body": body,
+                                 "label": "allow"}) + "\n")  # fmt: skip
+    res = bench.real_requests(Model(bundles.load()), path, 10)
+    assert res["requests"] == 10  # every third line: 0, 3, ..., 27; 9 and 18 long, 19 not read
+    assert res["share_within_256"] == 0.8
+    assert res["tokens_p90"] > 256 > res["tokens_p50"]
+    assert 0 < res["forward_p50_ms"] <= res["forward_p90_ms"] and res["with_encoding_p50_ms"] > 0
+
+
+def test_rewrites_time_the_served_session_against_every_rewrite():
+    rows = bench.rewrites(Model(bundles.load()), 3)
+    assert [r["tokens"] for r in rows] == [64, 256, 1024]
+    assert all(r["served_p50_ms"] > 0 and r["every_rewrite_p50_ms"] > 0 and r["ratio"] > 0 for r in rows)
+    assert "SkipLayerNormFusion" in DISABLED_OPTIMIZERS
+    assert "SkipLayerNormFusion" in bench.table({"bundle": "b", "cores": 2, "latency": [], "batch": [], "rewrites": rows})
