@@ -33,6 +33,7 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import functools
 import html
 import re
 import unicodedata
@@ -217,7 +218,18 @@ def probes(decoded: str) -> str:
 
 def normalize(value: str, plus: bool = False, probe: bool = False) -> str:
     """A raw value → its canonical form (decode, base64, NFKC, lower, mask, visible controls), with
-    the libinjection markers appended when `probe` is set."""
+    the libinjection markers appended when `probe` is set.
+
+    A pure function of its arguments, so the forms of short values are remembered (NORMALIZED_CACHE
+    values of up to NORMALIZED_CACHE_CHARS characters, least recently used out first): header values,
+    field names and common field values repeat from request to request, and a request's canonical text
+    is built for every request, decision-cache hits included (it is the cache key)."""
+    if len(value) <= NORMALIZED_CACHE_CHARS:
+        return _normalize_cached(value, plus, probe)
+    return _normalize(value, plus, probe)
+
+
+def _normalize(value: str, plus: bool, probe: bool) -> str:
     if len(value) > MAX_VALUE_CHARS:
         value = value[:MAX_VALUE_CHARS]
     s = expand_base64(decode(value, plus=plus))
@@ -226,6 +238,16 @@ def normalize(value: str, plus: bool = False, probe: bool = False) -> str:
     if _B64_OPEN in s:
         s = s.replace(_B64_OPEN, " [B64] ").replace(_B64_CLOSE, " [/B64] ")
     return _visible(s) + marks
+
+
+NORMALIZED_CACHE = 1 << 14  # entries; each holds a value of at most NORMALIZED_CACHE_CHARS and its form
+NORMALIZED_CACHE_CHARS = 256
+_normalize_cached = functools.lru_cache(maxsize=NORMALIZED_CACHE)(_normalize)
+
+
+def forget() -> None:
+    """Drop the remembered forms (benchmarks measure a request's cold cost this way)."""
+    _normalize_cached.cache_clear()
 
 
 def _auth(value: str) -> str:

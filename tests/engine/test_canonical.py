@@ -177,3 +177,25 @@ def test_fast_percent_decoding_equals_the_escape_by_escape_one(value):
     from engine.fields import text_of
 
     assert percent_decode(value) == text_of(_OVERLONG.sub(_overlong, _percent_bytes(value)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300), st.booleans(), st.booleans())
+def test_remembered_forms_equal_computed_ones(value, plus, probe):
+    """normalize remembers the forms of short values; what it returns is what it computes, per flag."""
+    from engine import canonical
+
+    want = canonical._normalize(value, plus, probe)
+    assert normalize(value, plus=plus, probe=probe) == want
+    assert normalize(value, plus=plus, probe=probe) == want  # the remembered form, for short values
+
+
+def test_remembered_forms_are_kept_apart_by_flag_and_bounded_by_length():
+    from engine import canonical
+
+    canonical._normalize_cached.cache_clear()
+    assert normalize("a+b") == "a+b" and normalize("a+b", plus=True) == "a b"  # `+` is a space in forms only
+    assert normalize("' or 1=1--", probe=True).endswith("[SQLI]") and "[SQLI]" not in normalize("' or 1=1--")
+    before = canonical._normalize_cached.cache_info().currsize
+    normalize("x" * (canonical.NORMALIZED_CACHE_CHARS + 1))  # a long value is computed, not remembered
+    assert canonical._normalize_cached.cache_info().currsize == before == 4

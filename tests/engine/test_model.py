@@ -2,10 +2,12 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine import bundle as bundles
 from engine.features import Features
-from engine.model import CLS, SEP, Model, fit
+from engine.model import CLS, SEP, LineTokens, Model, fit
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +99,54 @@ def test_served_graph_leaves_out_the_slow_fusion_and_scores_the_same(model, tmp_
     got, _ = model.run(batch)
     assert np.allclose(got, want, atol=1e-5)
     assert np.allclose(served.run(None, {model.input_name: ids})[0], got, atol=1e-7)
+
+
+LINE_ALPHABET = st.sampled_from(
+    ["a", "Z", "é", "ж", "中", "1", "0", " ", "  ", "\t", "\u2028", "\u3000", "'s", "'", "=", "/", "%", "<", "[ID]",
+     "[NUM]", "[SQLI]", "\\n", "--", ".", "😀", "\x0b", "select", " union", "h ", "q "]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(LINE_ALPHABET, max_size=12).map("".join), min_size=1, max_size=8))
+def test_line_tokens_give_the_ids_of_the_whole_text(model, lines):
+    """Tokenising line by line (with remembered lines) is exact, whatever the lines hold: leading or
+    trailing whitespace, empty lines, unicode separators, special tokens."""
+    text = "\n".join(lines)
+    whole = model.tokenizer.encode(text, add_special_tokens=False).ids
+    assert model.lines is not None
+    assert model.lines.ids(text) == whole
+    assert model.lines.ids(text) == whole  # again, now from remembered lines
+
+
+def test_line_tokens_apply_only_to_a_byte_level_tokenizer_without_normalizer(model):
+    from tokenizers import Tokenizer, normalizers
+
+    assert LineTokens.applies(model.tokenizer)
+    other = Tokenizer.from_str(model.tokenizer.to_str())
+    other.normalizer = normalizers.Lowercase()
+    assert not LineTokens.applies(other)
+    assert Model(model.bundle).lines is not None
+    long_line = "h user-agent = " + "x" * 600  # over max_chars: encoded, not remembered
+    assert model.lines.ids(long_line) == model.tokenizer.encode(long_line, add_special_tokens=False).ids
+    assert long_line not in model.lines.cache
+    model.encode(Features.build("GET", "/remembered", "q=1"))
+    assert len(model.lines.cache) > 0
+    model.forget()
+    assert len(model.lines.cache) == 0
+
+
+def test_line_tokens_fall_back_where_a_token_would_cross_a_newline():
+    """A tokenizer that learnt to merge whitespace around newlines (`ĠĊĠ`): a line that ends or starts
+    with whitespace, or an empty line, makes LineTokens encode the text whole, so the ids stay exact."""
+    from engine.train.tokenizer import train_tokenizer
+
+    tok = train_tokenizer(["key = value \n next = \n\n  more \n"] * 200, vocab_size=300, min_frequency=2)
+    texts = ["key = value \n next = x", "a\n\nb", "x =  \n  y", "plain\nlines\nonly"]
+    assert any("Ċ" in t and len(t) > 1 for t in tok.encode(texts[0]).tokens)  # a token crosses the newline
+    lines = LineTokens(tok)
+    assert LineTokens.applies(tok)
+    for text in texts:
+        for line in text.split("\n"):
+            lines.ids(line)  # each line remembered on its own first
+        assert lines.ids(text) == tok.encode(text, add_special_tokens=False).ids
