@@ -25,7 +25,7 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
-from engine.canonical import QUIET_HEADERS, QUIET_PREFIXES
+from engine.canonical import QUIET_HEADERS, QUIET_PREFIXES, _b64_text
 from engine.features import Features
 from engine.fields import Field, is_binary, printable_strings, request_fields, text_of
 from rules.transforms import base64_decode, nfkc
@@ -89,6 +89,10 @@ def quiet(name: str, value: str) -> bool:
 
 B64_MAX = 1 << 13  # longer values are not searched for base64 (a large body is scanned as it comes)
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{12}")  # a cheap test before the exact token search
+# A whole value that is one short token with base64 padding: 1 to 8 bytes encoded (`JXMlcyVzJXM=` is
+# `%s%s%s%s`, `O2lkfA==` is `;id|`). Shorter than the 12 characters a token inside a value needs (a word of
+# 12 letters is valid base64 too), read only when padded and when it decodes to text that is not a word.
+_B64_SHORT = re.compile(r"([A-Za-z0-9+/_-]{2,11})(?:=|%3[Dd]){1,2}")  # the padding as sent or percent-encoded
 _PLAIN = re.compile(r"[A-Za-z0-9_.:@-]{1,64}")
 _KEEP = re.compile(r"^\d{8,}$|^0x|localhost|loopback|^(?:Tzo|rO0AB|gASV)")  # plain, yet a rule reads it whole
 
@@ -160,10 +164,13 @@ class _Builder:
 
 def base64_text(value: str) -> str | None:
     """`value` with its base64 tokens that decode to text replaced by the text, or None when it has none.
-    A token written in fullwidth forms (`ＴｚｏｚＭｚｏｉ...`) is read in its plain form first."""
+    A token written in fullwidth forms (`ＴｚｏｚＭｚｏｉ...`) is read in its plain form first; a value that
+    is a single short padded token (`_B64_SHORT`) is read too."""
     if len(value) > B64_MAX:
         return None
     plain = value if value.isascii() else nfkc(value)
+    if len(plain) <= 17 and (m := _B64_SHORT.fullmatch(plain)):
+        return _b64_text(m.group(1))
     if not _B64_RUN.search(plain):
         return None
     out = base64_decode(plain)

@@ -134,6 +134,10 @@ ATTACKS = [
     ("deserialization", form("".join(chr(ord(c) + 0xFEE0) for c in base64.b64encode(b'O:8:"stdClass":1:{s:1:"a";s:1:"b";}').decode()), name="state")),
     ("open_redirect", q("/redirect?to=//evil.example&next=//evil.example", name="return")),
     ("rce", upload("<?php\nif (isset($_REQUEST['c'])) { echo shell_exec($_REQUEST['c']); }\n", "thumb.php")),
+    # short payloads in base64: a whole value of one padded token under 12 characters, padding as sent or encoded
+    ("format_string", q(base64.b64encode(b"%s%s%s%s").decode(), name="session")),
+    ("rce", form(base64.b64encode(b";id|").decode(), name="context")),
+    ("xxe", Features.build("GET", "/find", query="token=" + base64.b64encode(b"%foo;").decode().replace("=", "%3D"), headers=[UA])),
 ]
 
 
@@ -207,6 +211,8 @@ BENIGN = [
     ("git-url", js({"repository": {"ssh_url": "ssh://git@localhost:3035/acme/site.git"}})),
     ("tutorial", js({"content": LONG_DOC})),
     ("tutorial-form", form(LONG_DOC, name="body")),
+    ("short-base64", q("dGVzdA==", name="state")),  # a padded token that decodes to a word: read, nothing found
+    ("short-base64-ids", js({"ids": ["T3JkZXI6MQ==", "VXNlcjo0Mg==", "YWJjZA=="], "etag": "W/\"5e-Xq3k=\""})),
     ("jwt-param", q("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjMiLCJuYW1lIjoiQW5uYSJ9.c2lnbmF0dXJlLXNpZ25hdHVyZQ", name="token")),
 ]
 
