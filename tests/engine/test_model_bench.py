@@ -28,7 +28,7 @@ def test_real_requests_are_sampled_evenly_and_measured(tmp_path):
     assert res["requests"] == 10  # every third line: 0, 3, ..., 27; 9 and 18 long, 19 not read
     assert res["share_within_256"] == 0.8
     assert res["tokens_p90"] > 256 > res["tokens_p50"]
-    assert 0 < res["forward_p50_ms"] <= res["forward_p90_ms"]
+    assert 0 < res["forward_p50_ms"] <= res["forward_p90_ms"] and 0 < res["forward_p50_within_256_ms"]
     assert res["with_encoding_p50_ms"] > 0 and res["with_encoding_cold_p50_ms"] > 0
 
 
