@@ -199,3 +199,14 @@ def test_remembered_forms_are_kept_apart_by_flag_and_bounded_by_length():
     before = canonical._normalize_cached.cache_info().currsize
     normalize("x" * (canonical.NORMALIZED_CACHE_CHARS + 1))  # a long value is computed, not remembered
     assert canonical._normalize_cached.cache_info().currsize == before == 4
+
+
+def test_remembered_forms_stay_within_their_bound():
+    from engine import canonical
+
+    canonical.forget()
+    for i in range(canonical.NORMALIZED_CACHE + 500):
+        normalize(f"value {i}")
+    assert canonical._normalize_cached.cache_info().currsize == canonical.NORMALIZED_CACHE
+    canonical.forget()
+    assert canonical._normalize_cached.cache_info().currsize == 0

@@ -150,3 +150,10 @@ def test_line_tokens_fall_back_where_a_token_would_cross_a_newline():
         for line in text.split("\n"):
             lines.ids(line)  # each line remembered on its own first
         assert lines.ids(text) == tok.encode(text, add_special_tokens=False).ids
+
+
+def test_line_tokens_remember_a_bounded_number_of_lines(model):
+    lines = LineTokens(model.tokenizer, max_lines=4)
+    text = "\n".join(f"q k{i} = v{i}" for i in range(10))
+    assert lines.ids(text) == model.tokenizer.encode(text, add_special_tokens=False).ids
+    assert len(lines.cache) == 4
