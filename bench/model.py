@@ -223,10 +223,14 @@ def table(res: dict) -> str:
 
 
 def chart(rows: list[dict], path: Path) -> None:
-    import matplotlib
+    try:
+        import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # the figures are written already; the chart needs the bench extra
+        print("matplotlib not installed: no chart (pip install -e '.[bench]')", file=sys.stderr)
+        return
 
     fig, ax = plt.subplots(1, 2, figsize=(11, 4.2))
     for threads in (1, 2):
