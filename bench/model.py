@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine import bundle as bundles  # noqa: E402
 from engine.features import Features  # noqa: E402
-from engine.model import DISABLED_OPTIMIZERS, Encoded, Model  # noqa: E402
+from engine.model import DISABLED_OPTIMIZERS, Encoded, Model, open_session  # noqa: E402
 
 LENGTHS = [64, 256, 1024, 4096, 16384, 65536]
 
@@ -137,13 +137,7 @@ def main(argv=None) -> int:
 
 def rewrites(model: Model, reps: int) -> list[dict]:
     """The served session against one with every ONNX Runtime rewrite, one thread, timed in turns."""
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    opts.inter_op_num_threads = 1
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    every = ort.InferenceSession(str(model.bundle.model_path), opts, providers=["CPUExecutionProvider"])
+    every = open_session(str(model.bundle.model_path), 1, disabled=())
     out = []
     for n in (64, 256, 1024):
         ids = np.random.default_rng(n).integers(12, model.tokenizer.get_vocab_size(), (1, n)).astype(np.int64)

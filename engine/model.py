@@ -41,16 +41,17 @@ DISABLED_OPTIMIZERS = ("SkipLayerNormFusion",)
 LINE_BODY_CHARS = 4096
 
 
-def open_session(path: str, threads: int = 1) -> ort.InferenceSession:
+def open_session(path: str, threads: int = 1, disabled: tuple[str, ...] = DISABLED_OPTIMIZERS) -> ort.InferenceSession:
     """The ONNX Runtime session every part of the engine runs a bundle's graph in: CPU, `threads`
-    intra-op threads, sequential, all graph optimisations but DISABLED_OPTIMIZERS."""
+    intra-op threads, sequential, all graph optimisations but `disabled` (bench/model.py passes none to
+    time the graph with every rewrite)."""
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = max(1, threads)
     opts.inter_op_num_threads = 1
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     return ort.InferenceSession(
-        path, sess_options=opts, providers=["CPUExecutionProvider"], disabled_optimizers=list(DISABLED_OPTIMIZERS)
+        path, sess_options=opts, providers=["CPUExecutionProvider"], disabled_optimizers=list(disabled)
     )
 
 
