@@ -50,6 +50,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import load  # noqa: E402
 from servers import Processes, Server, log, require, versions  # noqa: E402
+from bench.plotting import pyplot  # noqa: E402
 
 CONFIGS = {
     "origin": "origin direct (nginx return 200, 1 KiB)",
@@ -442,10 +443,9 @@ def table(res: dict) -> str:
 
 
 def chart(res: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
+    if plt is None:
+        return
     import numpy as np
 
     cfgs = list(res["throughput"])

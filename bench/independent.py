@@ -46,6 +46,7 @@ from engine import bundle as bundles  # noqa: E402
 from engine.eval import features_of, predict, with_rules  # noqa: E402
 from engine.model import Model  # noqa: E402
 from engine.verdict import Source  # noqa: E402
+from bench.plotting import pyplot  # noqa: E402
 from rules import RuleEngine  # noqa: E402
 
 DOC_NAMES = re.compile(r"^(?:README|NEWS|CHANGES|changelog|AUTHORS|TODO|FAQ|HISTORY|USAGE|.*\.(?:txt|md|rst))(?:\.gz)?$", re.I)
@@ -203,10 +204,9 @@ def summarise(records: list[dict], outcomes: list) -> dict:
 
 
 def chart(summary: dict, path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
+    if plt is None:
+        return
 
     rows = [(f"{dim}: {key}", v) for dim in ("source", "carrier", "length") for key, v in summary[dim].items()]
     fig, ax = plt.subplots(figsize=(9, 0.38 * len(rows) + 1.2))

@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 from engine import bundle as bundles  # noqa: E402
 from engine.features import Features  # noqa: E402
 from engine.model import DISABLED_OPTIMIZERS, Encoded, Model, open_session  # noqa: E402
+from bench.plotting import pyplot  # noqa: E402
 
 LENGTHS = [64, 256, 1024, 4096, 16384, 65536]
 
@@ -217,13 +218,8 @@ def table(res: dict) -> str:
 
 
 def chart(rows: list[dict], path: Path) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:  # the figures are written already; the chart needs the bench extra
-        print("matplotlib not installed: no chart (pip install -e '.[bench]')", file=sys.stderr)
+    plt = pyplot()
+    if plt is None:
         return
 
     fig, ax = plt.subplots(1, 2, figsize=(11, 4.2))

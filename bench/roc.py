@@ -36,6 +36,7 @@ from engine.eval import features_of, predict, truth  # noqa: E402
 from engine.model import Model  # noqa: E402
 from engine.train.calibrate import threshold_allowing  # noqa: E402
 from engine.verdict import LABELS  # noqa: E402
+from bench.plotting import pyplot  # noqa: E402
 
 BLOCK = LABELS.index("block")
 FPRS = (0.0005, 0.001, 0.002, 0.005, 0.01)
@@ -72,13 +73,8 @@ def curve(p: np.ndarray, attack: np.ndarray) -> tuple[list[float], list[float]]:
 
 
 def chart(results: list[dict], out: Path) -> Path | None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed: no chart (pip install -e '.[bench]')", file=sys.stderr)
+    plt = pyplot()
+    if plt is None:
         return None
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for r in results:

@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from engine.features import Features  # noqa: E402
 from rules import RuleEngine  # noqa: E402
+from bench.plotting import pyplot  # noqa: E402
 
 HEADERS = [("Host", "shop.example.com"), ("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"),
            ("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"), ("Accept-Language", "en-GB,en;q=0.7"),
@@ -103,13 +104,8 @@ def main(argv=None) -> int:
 
 
 def chart(rows: list[dict], path: Path) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed: no chart (pip install -e '.[bench]')", file=sys.stderr)
+    plt = pyplot()
+    if plt is None:
         return
     fig, ax = plt.subplots(figsize=(7, 4))
     for kind, marker in (("JSON", "o"), ("form", "s")):
