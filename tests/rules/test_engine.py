@@ -135,6 +135,16 @@ MULTIPART = (
         (Features.build("GET", "/Zq"), {"path", "uri"}),
         (Features.build("GET", "/", query="a=Zq"), {"query", "args", "query_string", "uri"}),
         (Features.build("GET", "/", query="Zq=1"), {"query_names", "args_names", "query_string", "uri"}),
+        # a bare item that is not a plain token is data: a value as well as a name; a plain flag stays a name
+        (Features.build("GET", "/", query="Zq%20x"), {"query", "args", "query_names", "args_names", "query_string", "uri"}),
+        (Features.build("GET", "/", query="Zqx"), {"query_names", "args_names", "query_string", "uri"}),
+        # declared JSON that does not parse is read as arguments too; NDJSON (many documents) is a body only
+        (Features.build("POST", "/", body='{"a": Zq}', headers={"Content-Type": "application/json"}),
+         {"json", "args", "body"}),
+        (Features.build("POST", "/", body='{"a": Zq}', headers={"Content-Type": "application/vnd.api+json; charset=utf-8"}),
+         {"json", "args", "body"}),
+        (Features.build("POST", "/", body='{"a": 1}\n{"b": "Zq"}', headers={"Content-Type": "application/x-ndjson"}),
+         {"body"}),
         (Features.build("POST", "/", body="a=Zq", headers={"Content-Type": "application/x-www-form-urlencoded"}),
          {"form", "args", "body"}),
         (Features.build("POST", "/", body="Zq=1", headers={"Content-Type": "application/x-www-form-urlencoded"}),

@@ -56,6 +56,8 @@ CASES = [
     ("nfkc", "ﬁle", "file"),
     ("nfkc", "\uff05\uff12\uff45\uff05\uff12\uff45\uff0fetc", "../etc"),  # encoded, then fullwidth: decoded again
     ("nfkc", "caf\u00e9 100%", "caf\u00e9 100%"),  # no new escape: no second decoding
+    ("nfkc", "http://169\u3002254\u3002169\u3002254/x\u3002y", "http://169.254.169.254/x\u3002y"),  # IDNA dots, host only
+    ("nfkc", "\u5929\u6c17\u3002\u3042\u308a\u304c\u3068\u3046\u3002", "\u5929\u6c17\u3002\u3042\u308a\u304c\u3068\u3046\u3002"),  # prose keeps its full stops
     ("decode", "%26lt%3Bscript%26gt%3B", "<script>"),
     ("decode", "\\u0027+or+1%3D1", "' or 1=1"),
     ("remove_nulls", "a\x00b", "ab"),
