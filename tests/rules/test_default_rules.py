@@ -165,6 +165,13 @@ ATTACKS = [
     ("ssti", form("- var x = root.process\n- x = x.mainModule.require\n- x = x('child_process')")),
     ("ssti", q('<%= [1, 2][elem(System.shell("id"), 0)] %>')),
     ("ssti", q("{{364|add:733}}")),
+    ("rce", q("$&&dir c:\\")),
+    ("rce", q('" ping.exe -n 31 127.0.0.1')),
+    ("rce", q("ls -l /var/www/*")),
+    ("rce", q("$(`ls`)")),
+    ("rce", q("echo whoami|$0")),
+    ("rce", q("chrome '--gpu-launcher=\"id>/tmp/foo\"'")),
+    ("xss", q("<x onxxx=1")),
     # internal hosts: an ideographic full stop is a dot in a URL's host; .internal and .localhost names
     ("ssrf", q("http://\u24ea\u2461\u2464\u2460\u3002\u24ea\u2462\u2466\u2465\u3002\u24ea\u2461\u2464\u2460\u3002\u24ea\u2462\u2466\u2465", name="feed")),
     ("ssrf", q("http://host.containers.internal/", name="endpoint")),
@@ -257,6 +264,8 @@ BENIGN = [
     ("search-and-ping", q("hello & ping me later")),
     ("search-and-curl", q("hair & curl cream")),
     ("cjk-prose-url", form("\u6771\u4eac\u306e\u5929\u6c17\u3002http://example.com/\u3002\u3042\u308a\u304c\u3068\u3046\u3002")),
+    ("price-and-cat", q("price $5 & cat food")),
+    ("ping-pong", q("ping pong table for sale")),
     ("django-add-filter", form('Total: {{ value|add:"2" }} items')),
     ("jwt-param", q("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjMiLCJuYW1lIjoiQW5uYSJ9.c2lnbmF0dXJlLXNpZ25hdHVyZQ", name="token")),
 ]
