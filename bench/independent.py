@@ -42,11 +42,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.plotting import pyplot  # noqa: E402
 from engine import bundle as bundles  # noqa: E402
 from engine.eval import features_of, predict, with_rules  # noqa: E402
 from engine.model import Model  # noqa: E402
 from engine.verdict import Source  # noqa: E402
-from bench.plotting import pyplot  # noqa: E402
 from rules import RuleEngine  # noqa: E402
 
 DOC_NAMES = re.compile(r"^(?:README|NEWS|CHANGES|changelog|AUTHORS|TODO|FAQ|HISTORY|USAGE|.*\.(?:txt|md|rst))(?:\.gz)?$", re.I)

@@ -29,10 +29,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.plotting import pyplot  # noqa: E402
 from engine import bundle as bundles  # noqa: E402
 from engine.features import Features  # noqa: E402
 from engine.model import DISABLED_OPTIMIZERS, Encoded, Model, open_session  # noqa: E402
-from bench.plotting import pyplot  # noqa: E402
 
 LENGTHS = [64, 256, 1024, 4096, 16384, 65536]
 

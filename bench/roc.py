@@ -31,12 +31,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.plotting import pyplot  # noqa: E402
 from engine import bundle as bundles  # noqa: E402
 from engine.eval import features_of, predict, truth  # noqa: E402
 from engine.model import Model  # noqa: E402
 from engine.train.calibrate import threshold_allowing  # noqa: E402
 from engine.verdict import LABELS  # noqa: E402
-from bench.plotting import pyplot  # noqa: E402
 
 BLOCK = LABELS.index("block")
 FPRS = (0.0005, 0.001, 0.002, 0.005, 0.01)
