@@ -5,6 +5,8 @@ them where it belongs.
   crawlers, long documents) with ordinary values: group `gen:<scene>/<variant>`;
 - benign_text records as posts, comments, tickets, gists, search queries and form fields;
 - generated hard negatives (engine.corpus.hardneg) in the same places;
+- generated lookalikes (engine.corpus.lookalikes): joined phrases and command questions in search boxes
+  and text fields, opaque tokens in query, form, JSON and cookie positions;
 - payloads.jsonl benign values (HttpParamsDataset parameters, browser and crawler User-Agents);
 - benign_api traffic (engine.corpus.api_traffic).
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from engine.corpus import api_traffic, hardneg, session, slots
+from engine.corpus import api_traffic, hardneg, lookalikes, session, slots
 from engine.corpus.draft import Draft
 from engine.corpus.io import from_draft
 from engine.corpus.rand import Rng, Weighted
@@ -26,6 +28,7 @@ SHAPES = {"page": 18000, "static": 17000, "search": 7000, "api_read": 9000, "api
           "form_post": 9000, "multipart_form": 2500, "upload": 3500, "preflight": 2000, "health": 1500, "crawler": 2000,
           "long_doc": 6000, "xml_post": 2500}  # fmt: skip
 DATA = {"text": 32000, "hardneg": 8000, "values": 9000, "agents": 2500}
+LOOKALIKES = {"joined": 3000, "howto": 2000, "token": 3000}
 TEST_SHARE = 0.15
 
 
@@ -114,6 +117,43 @@ def hardneg_records(rng: Rng, pools, split: str, scale: float) -> Iterator[dict]
         yield from_draft(d, None, source="hardneg", group=f"hn:{tid}", gen=f"hardneg/{d.scene}", split=split)
 
 
+TOKEN_CARRIERS = Weighted({"page": 3, "api_read": 2, "api_item": 1, "search": 1, "form_post": 1, "api_write": 1})
+
+
+def lookalike_records(rng: Rng, pools, split: str, scale: float) -> Iterator[dict]:
+    """Lookalikes where they occur: phrases and questions typed into search boxes and text fields, tokens
+    in the query, the body or a cookie. Whole command words, question shapes and token kinds are held out."""
+    from engine.corpus.split import in_test
+
+    for family, budget in LOOKALIKES.items():
+        frng = rng.child(family)
+        stream = lookalikes.values(frng.child("values"), family)
+        n = round(budget * scale * (TEST_SHARE if split == "test" else 1.0))
+        made = 0
+        while made < n:
+            group, name, value = next(stream)
+            if in_test(group) != (split == "test"):
+                continue
+            made += 1
+            ctx = Ctx(frng.child(), pools, split)
+            if family == "token":
+                d = carrier(ctx, TOKEN_CARRIERS, split)
+                where = "query" if d.body is None or ctx.rng.chance(0.5) else _body_where(d)
+                where = "cookie" if ctx.rng.chance(0.15) else where
+                if where in ("query", "form", "cookie"):
+                    slots.put(ctx.rng, d, slots.Slot(where, name, "id"), value)
+                else:
+                    slots.put(ctx.rng, d, slots.add(ctx.rng, d, where, "id"), value)
+            elif ctx.rng.chance(0.65 if family == "joined" else 0.7):
+                d = carrier(ctx, SEARCH_CARRIERS, split)
+                place(ctx, d, value, ("search",))
+            else:
+                d = carrier(ctx, FIELD_CARRIERS, split)
+                place(ctx, d, value, ("text", "name") if family == "joined" else ("text",))
+            session.dress(ctx.rng, d, pools.tokens)
+            yield from_draft(d, None, source="lookalike", group=group, gen=f"lookalike/{family}/{d.scene}", split=split)
+
+
 VALUE_CARRIERS = Weighted({"page": 2, "search": 1, "api_read": 2, "form_post": 3, "api_write": 2})
 
 
@@ -148,3 +188,4 @@ def generate(rng: Rng, pools, split: str, scale: float) -> Iterator[dict]:
     yield from hardneg_records(rng.child("hardneg"), pools, split, scale)
     yield from value_records(rng.child("values"), pools, split, scale)
     yield from api_traffic.generate(rng.child("api"), pools, split, scale)
+    yield from lookalike_records(rng.child("lookalikes"), pools, split, scale)

@@ -97,6 +97,15 @@ def test_benign_records_contain_hard_negatives(corpus):
     assert sum(1 for r in benign if r["gen"].startswith(("text/", "hardneg/"))) > 0.15 * len(benign)
 
 
+def test_lookalikes_of_every_family_in_training_and_only_held_out_groups_in_test(corpus):
+    _, _, recs = corpus
+    trained = Counter(r["gen"].split("/")[1] for r in recs["train"] if r["source"] == "lookalike")
+    assert set(trained) == {"joined", "howto", "token"} and min(trained.values()) >= 10
+    for rec in recs["train"] + recs["test"]:
+        if rec["source"] == "lookalike":
+            assert rec["label"] != "block" and split.in_test(rec["group"]) == (rec["split"] == "test"), rec["group"]
+
+
 def _family(ua: str) -> str:
     for key in ("Edg/", "Firefox/", "Chrome/", "Safari/", "curl/", "python-requests", "okhttp", "Go-http-client", "axios", "Dalvik"):
         if key in ua:
