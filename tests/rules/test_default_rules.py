@@ -176,6 +176,11 @@ ATTACKS = [
     ("ssrf", q("http://\u24ea\u2461\u2464\u2460\u3002\u24ea\u2462\u2466\u2465\u3002\u24ea\u2461\u2464\u2460\u3002\u24ea\u2462\u2466\u2465", name="feed")),
     ("ssrf", q("http://host.containers.internal/", name="endpoint")),
     ("ssrf", q("http://example.com.localhost", name="feed")),
+    # a whole value that is a Windows or network recon command, and a bare parent folder
+    ("rce", q("tasklist")),
+    ("rce", q("tasklist /v /fo csv")),
+    ("rce", q("netstat -ano | findstr 3389")),
+    ("traversal", q("..", name="dir")),
 ]
 
 
@@ -267,6 +272,9 @@ BENIGN = [
     ("price-and-cat", q("price $5 & cat food")),
     ("ping-pong", q("ping pong table for sale")),
     ("django-add-filter", form('Total: {{ value|add:"2" }} items')),
+    ("tasklist-question", q("tasklist explained")),
+    ("netstat-question", q("netstat -p output?")),
+    ("ellipsis-only", q("..............", name="s")),
     ("jwt-param", q("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjMiLCJuYW1lIjoiQW5uYSJ9.c2lnbmF0dXJlLXNpZ25hdHVyZQ", name="token")),
 ]
 
