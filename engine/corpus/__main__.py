@@ -1,5 +1,5 @@
-"""`python -m engine.corpus --data ../shared/data --out work/corpus [--seed 1] [--scale 1.0]`: build the
-training corpus (train.jsonl, test.jsonl, evasion.jsonl, summary.json) and print its summary table."""
+"""`python -m engine.corpus --data ../shared/data --out work/corpus [--seed 1] [--scale 1.0] [--lookalikes]`:
+build the training corpus (train.jsonl, test.jsonl, evasion.jsonl, summary.json) and print its summary table."""
 
 from __future__ import annotations
 
@@ -16,9 +16,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="work/corpus", help="output folder")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--scale", type=float, default=1.0, help="multiplies every count (0.01 for a quick build)")
+    ap.add_argument("--lookalikes", action="store_true",
+                    help="add generated lookalikes to the benign side (joined phrases, command questions, opaque "
+                         "tokens; engine.corpus.lookalikes); the default bundle's corpus is built without them")
     args = ap.parse_args(argv)
     t0 = time.time()
-    result = build(args.data, args.out, seed=args.seed, scale=args.scale)
+    result = build(args.data, args.out, seed=args.seed, scale=args.scale, lookalikes=args.lookalikes)
     print(table(result, time.time() - t0))
     return 0
 

@@ -5,8 +5,9 @@ them where it belongs.
   crawlers, long documents) with ordinary values: group `gen:<scene>/<variant>`;
 - benign_text records as posts, comments, tickets, gists, search queries and form fields;
 - generated hard negatives (engine.corpus.hardneg) in the same places;
-- generated lookalikes (engine.corpus.lookalikes): joined phrases and command questions in search boxes
-  and text fields, opaque tokens in query, form, JSON and cookie positions;
+- with `lookalikes` (`python -m engine.corpus --lookalikes`), generated lookalikes (engine.corpus.lookalikes):
+  joined phrases and command questions in search boxes and text fields, opaque tokens in query, form, JSON
+  and cookie positions;
 - payloads.jsonl benign values (HttpParamsDataset parameters, browser and crawler User-Agents);
 - benign_api traffic (engine.corpus.api_traffic).
 
@@ -182,10 +183,11 @@ def value_records(rng: Rng, pools, split: str, scale: float) -> Iterator[dict]:
             yield from_draft(d, None, source=item["source"], group=item["group"], gen=f"value/{kind}/{d.scene}", split=split)
 
 
-def generate(rng: Rng, pools, split: str, scale: float) -> Iterator[dict]:
+def generate(rng: Rng, pools, split: str, scale: float, lookalikes: bool = False) -> Iterator[dict]:
     yield from shape_records(rng.child("shapes"), pools, split, scale)
     yield from text_records(rng.child("texts"), pools, split, scale)
     yield from hardneg_records(rng.child("hardneg"), pools, split, scale)
     yield from value_records(rng.child("values"), pools, split, scale)
     yield from api_traffic.generate(rng.child("api"), pools, split, scale)
-    yield from lookalike_records(rng.child("lookalikes"), pools, split, scale)
+    if lookalikes:
+        yield from lookalike_records(rng.child("lookalikes"), pools, split, scale)

@@ -1,7 +1,7 @@
 """The corpus build: data → groups and splits → attack, request-log and benign records → evasion set →
 shuffled JSONL files and a summary.
 
-    python -m engine.corpus --data ../shared/data --out work/corpus [--seed 1] [--scale 1.0]
+    python -m engine.corpus --data ../shared/data --out work/corpus [--seed 1] [--scale 1.0] [--lookalikes]
 
 The same seed and scale give the same bytes. Held-out groups do not depend on the seed (engine.corpus.split).
 """
@@ -89,7 +89,7 @@ def prepare(data: sources.Data) -> Prepared:
     return Prepared(by_split, logs, apache, log_test, pools, scanners.split_entries(data.keywords), notes)
 
 
-def split_parts(prep: Prepared, name: str, rng: Rng, scale: float) -> list[tuple[str, Iterable[dict]]]:
+def split_parts(prep: Prepared, name: str, rng: Rng, scale: float, lookalikes: bool = False) -> list[tuple[str, Iterable[dict]]]:
     """(what, records) parts of one split, generated lazily in this order."""
     pools = prep.pools[name]
 
@@ -104,11 +104,13 @@ def split_parts(prep: Prepared, name: str, rng: Rng, scale: float) -> list[tuple
         ("CSIC 2010 records", csic.csic_records(rng.child("csic"), pools, name, mine(prep.logs))),
         ("access-log records", csic.apache_records(rng.child("apache"), pools, name, apache, 1)),
         ("extra access-log scanner copies", csic.apache_records(rng.child("apache-scan"), pools, name, probes, plan.APACHE_SCANNER_REPEAT - 1)),
-        ("benign records", benign.generate(rng.child("benign"), pools, name, scale)),
+        ("benign records", benign.generate(rng.child("benign"), pools, name, scale, lookalikes)),
     ]  # fmt: skip
 
 
-def build(data_dir: str, out_dir: str, seed: int = 1, scale: float = 1.0, log: Log = _stderr) -> dict:
+def build(data_dir: str, out_dir: str, seed: int = 1, scale: float = 1.0, log: Log = _stderr, lookalikes: bool = False) -> dict:
+    """Write the corpus files. `lookalikes` adds the generated lookalikes (engine.corpus.lookalikes) to the
+    benign side; off, the files are the documented corpus, byte for byte."""
     t0 = time.time()
     data = sources.load(data_dir)
     log(f"[corpus] {data.notes[-1]} ({time.time() - t0:.1f}s)")
@@ -124,7 +126,7 @@ def build(data_dir: str, out_dir: str, seed: int = 1, scale: float = 1.0, log: L
             total = max(1, round(plan.EVASION_TOTAL * scale))
             parts = [("evasion records", evasion.generate(srng, prep.pools["test"], prep.attacks["test"], total))]
         else:
-            parts = split_parts(prep, name, srng, scale)
+            parts = split_parts(prep, name, srng, scale, lookalikes)
         lines: list[str] = []
         for what, recs in parts:
             t, n0 = time.time(), len(lines)
@@ -133,7 +135,8 @@ def build(data_dir: str, out_dir: str, seed: int = 1, scale: float = 1.0, log: L
                 lines.append(dumps(rec))
             log(f"[corpus] {name}: {len(lines) - n0:7d} {what} ({time.time() - t:.1f}s)")
         counts[name] = _write(os.path.join(out_dir, f"{name}.jsonl"), lines, srng.child("shuffle"))
-    result = stats.finish(seed=seed, scale=scale, notes=data.notes + prep.notes, counts=counts)
+    extra = [f"lookalikes: {sum(benign.LOOKALIKES.values())} benign records per unit of scale (engine.corpus.lookalikes)"] if lookalikes else []
+    result = stats.finish(seed=seed, scale=scale, notes=data.notes + prep.notes + extra, counts=counts)
     with open(os.path.join(out_dir, "summary.json"), "w", encoding="utf-8") as fh:
         json.dump(result, fh, indent=1, sort_keys=True)
     return result

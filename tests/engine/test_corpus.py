@@ -97,8 +97,10 @@ def test_benign_records_contain_hard_negatives(corpus):
     assert sum(1 for r in benign if r["gen"].startswith(("text/", "hardneg/"))) > 0.15 * len(benign)
 
 
-def test_lookalikes_of_every_family_in_training_and_only_held_out_groups_in_test(corpus):
-    _, _, recs = corpus
+def test_lookalikes_only_when_asked_for_of_every_family_and_held_out_by_group(corpus, tmp_path):
+    assert not any(r["source"] == "lookalike" for rows in corpus[2].values() for r in rows)
+    build(DATA, str(tmp_path), seed=1, scale=SCALE, log=lambda msg: None, lookalikes=True)
+    recs = {s: list(read_records(os.path.join(tmp_path, f"{s}.jsonl"))) for s in ("train", "test")}
     trained = Counter(r["gen"].split("/")[1] for r in recs["train"] if r["source"] == "lookalike")
     assert set(trained) == {"joined", "howto", "token"} and min(trained.values()) >= 10
     for rec in recs["train"] + recs["test"]:
