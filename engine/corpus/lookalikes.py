@@ -76,6 +76,7 @@ COMMAND_PHRASES = {
     "bash": "bash birthday party|bash the drum|bash street kids",
     "whoami": "whoami meaning|whoami podcast",
 }
+# " || " is listed twice, so drawn twice as often; candidate 0.6.0 (bench/RESULTS.md) was trained on this list.
 SEPARATORS = (" & ", " | ", "; ", " && ", " || ", " and ", " / ", " + ", ", ", "&", " || ")
 ENDINGS = "for kids|for sale|near me|review|price|2024|deals|uk|online|set|for beginners|ideas".split("|")
 
