@@ -3,7 +3,9 @@
 `predict(features)` encodes the request (in a thread when it is large), queues it on the short or the long
 lane, and awaits its Verdict. Each lane has one worker thread: it takes whatever is queued (up to
 `max_batch`, without waiting for more), groups it by padded length, and runs the groups through the model.
-A 64K-token body therefore runs on the long lane and never holds up the short requests behind it.
+A 64K-token body therefore runs on the long lane and never holds up the short requests behind it. A
+request scored near the block threshold is run again alone (Model.run_settled), so its decision does not
+depend on what shared its batch.
 Cancelled requests (a caller that timed out) are skipped; a full queue raises Overloaded at once.
 """
 
@@ -122,7 +124,7 @@ class Batcher:
         batch = [it.enc for it in group]
         self.batches.append(len(batch))
         try:
-            labels, feats = await loop.run_in_executor(lane.executor, self.model.run, batch)
+            labels, feats = await loop.run_in_executor(lane.executor, self.model.run_settled, batch)
             verdicts = self.model.verdicts(labels, feats, batch)
         except asyncio.CancelledError:
             raise

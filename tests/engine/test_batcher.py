@@ -39,6 +39,17 @@ async def test_concurrent_requests_are_batched_and_answered_in_place(model, batc
         assert abs(v.confidence - ref.confidence) < 0.05
 
 
+async def test_batched_requests_near_the_threshold_get_their_own_scores(model, batcher, monkeypatch):
+    import engine.model
+
+    monkeypatch.setattr(engine.model, "SETTLE_LOGITS", 1e9)  # every request counts as near the threshold
+    fs = [Features.build("GET", f"/item/{i}", "q=" + "word " * i) for i in range(20)]
+    verdicts = await asyncio.gather(*(batcher.predict(f) for f in fs))
+    assert max(batcher.batches) > 1
+    for f, v in zip(fs, verdicts):
+        assert v.scores == reference(model, f).scores  # exactly as scored alone
+
+
 async def test_long_input_takes_the_long_lane(model, batcher):
     long = Features.build("POST", "/doc", headers={"content-type": "text/plain"}, body=("word " * 20000).encode())
     short = Features.build("GET", "/")

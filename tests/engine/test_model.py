@@ -49,6 +49,26 @@ def test_batch_equals_single(model):
         assert np.allclose(together[i], alone[0], atol=5e-2)
 
 
+def test_a_score_near_the_threshold_is_settled_alone_and_the_others_keep_their_batch_scores(model, monkeypatch):
+    fs = [Features.build("GET", "/search", f"q={w}") for w in ("shoes", "1' or '1'='1", "<script>alert(1)</script>")]
+    fs.append(Features.build("POST", "/api/notes", body=b"x=" + b"lorem ipsum " * 400))  # a long neighbour
+    encs = [model.encode(f) for f in fs]
+    b = model.bundle.labels.index("block")
+    alone = [model.run([e]) for e in encs]
+    batched, _ = model.run(encs)
+    assert not np.array_equal(batched[0], alone[0][0][0])  # the neighbour moves the first request's scores
+    monkeypatch.setitem(model.bundle.manifest["thresholds"], "block", float(batched[0, b]))  # it sits on the threshold
+    near = model.near_threshold(batched)
+    assert 0 in near and 1 not in near and 2 not in near  # the attacks score far above it
+    labels, feats = model.run_settled(encs)
+    for i in range(len(encs)):
+        if i in near:  # settled: the request's own scores, whatever shared its batch
+            assert np.array_equal(labels[i], alone[i][0][0]) and np.array_equal(feats[i], alone[i][1][0])
+        else:  # far from the threshold the batch's scores stand
+            assert np.array_equal(labels[i], batched[i])
+    assert model.run_settled(encs[:1])[0].tolist() == alone[0][0].tolist()
+
+
 def test_full_budget_input_runs_and_is_marked(model):
     body = ("lorem ipsum dolor sit amet " * 40000).encode()
     enc = model.encode(Features.build("POST", "/doc", headers={"content-type": "text/plain"}, body=body))
