@@ -228,10 +228,15 @@ class Model:
 
     def near_threshold(self, labels: np.ndarray) -> list[int]:
         """Rows whose block probability is within SETTLE_LOGITS of the block threshold, in logits."""
-        t = min(max(self.bundle.thresholds.get("block", 0.5), 1e-6), 1 - 1e-6)
-        p = np.clip(labels[:, self.bundle.labels.index("block")].astype(np.float64), 1e-9, 1 - 1e-9)
+        b, threshold = self.block_threshold()
+        t = min(max(threshold, 1e-6), 1 - 1e-6)
+        p = np.clip(labels[:, b].astype(np.float64), 1e-9, 1 - 1e-9)
         gap = np.abs(np.log(p / (1 - p)) - np.log(t / (1 - t)))
         return [int(i) for i in np.flatnonzero(gap < SETTLE_LOGITS)]
+
+    def block_threshold(self) -> tuple[int, float]:
+        """The block label's column in the scores, and its calibrated threshold."""
+        return self.bundle.labels.index("block"), self.bundle.thresholds.get("block", 0.5)
 
     def warm_up(self) -> None:
         self.run([self.encode(Features.build("GET", "/"))])
@@ -243,8 +248,7 @@ class Model:
         """Scores → Verdict. `block` wins when its probability reaches the bundle's calibrated threshold;
         otherwise the likeliest routing label. Attack tags only accompany a block."""
         labels = self.bundle.labels
-        b = labels.index("block")
-        threshold = self.bundle.thresholds.get("block", 0.5)
+        b, threshold = self.block_threshold()
         if probs[b] >= threshold:
             label, conf = "block", float(probs[b])
         else:
