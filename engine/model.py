@@ -45,6 +45,15 @@ LINE_BODY_CHARS = 4096
 SETTLE_LOGITS = 0.5
 
 
+def near(block_probs: np.ndarray, threshold: float) -> list[int]:
+    """Indices of the block probabilities within SETTLE_LOGITS of `threshold`, in logits. The gateway
+    (Model.run_settled) and threshold calibration (engine.train.calibrate) settle the same band."""
+    t = min(max(threshold, 1e-6), 1 - 1e-6)
+    p = np.clip(np.asarray(block_probs, dtype=np.float64), 1e-9, 1 - 1e-9)
+    gap = np.abs(np.log(p / (1 - p)) - np.log(t / (1 - t)))
+    return [int(i) for i in np.flatnonzero(gap < SETTLE_LOGITS)]
+
+
 def open_session(path: str, threads: int = 1, disabled: tuple[str, ...] = DISABLED_OPTIMIZERS) -> ort.InferenceSession:
     """The ONNX Runtime session every part of the engine runs a bundle's graph in: CPU, `threads`
     intra-op threads, sequential, all graph optimisations but `disabled` (bench/model.py passes none to
@@ -229,10 +238,7 @@ class Model:
     def near_threshold(self, labels: np.ndarray) -> list[int]:
         """Rows whose block probability is within SETTLE_LOGITS of the block threshold, in logits."""
         b, threshold = self.block_threshold()
-        t = min(max(threshold, 1e-6), 1 - 1e-6)
-        p = np.clip(labels[:, b].astype(np.float64), 1e-9, 1 - 1e-9)
-        gap = np.abs(np.log(p / (1 - p)) - np.log(t / (1 - t)))
-        return [int(i) for i in np.flatnonzero(gap < SETTLE_LOGITS)]
+        return near(labels[:, b], threshold)
 
     def block_threshold(self) -> tuple[int, float]:
         """The block label's column in the scores, and its calibrated threshold."""

@@ -18,7 +18,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scale", type=float, default=1.0, help="multiplies every count (0.01 for a quick build)")
     ap.add_argument("--lookalikes", action="store_true",
                     help="add generated lookalikes to the benign side (joined phrases, command questions, opaque "
-                         "tokens; engine.corpus.lookalikes); the default bundle's corpus is built without them")
+                         "tokens, health and status checks; engine.corpus.lookalikes); the default bundle's corpus "
+                         "is built without them")
     args = ap.parse_args(argv)
     t0 = time.time()
     result = build(args.data, args.out, seed=args.seed, scale=args.scale, lookalikes=args.lookalikes)

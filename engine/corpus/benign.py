@@ -7,7 +7,7 @@ them where it belongs.
 - generated hard negatives (engine.corpus.hardneg) in the same places;
 - with `lookalikes` (`python -m engine.corpus --lookalikes`), generated lookalikes (engine.corpus.lookalikes):
   joined phrases and command questions in search boxes and text fields, opaque tokens in query, form, JSON
-  and cookie positions;
+  and cookie positions, health and status checks from monitors and programs;
 - payloads.jsonl benign values (HttpParamsDataset parameters, browser and crawler User-Agents);
 - benign_api traffic (engine.corpus.api_traffic).
 
@@ -22,14 +22,14 @@ from engine.corpus import api_traffic, hardneg, lookalikes, session, slots
 from engine.corpus.draft import Draft
 from engine.corpus.io import from_draft
 from engine.corpus.rand import Rng, Weighted
-from engine.corpus.scenes import Ctx, all_scenes
+from engine.corpus.scenes import Ctx, all_scenes, start
 from engine.corpus.scenes_text import FOR_KIND
 
 SHAPES = {"page": 18000, "static": 17000, "search": 7000, "api_read": 9000, "api_item": 5000, "api_write": 10000,
           "form_post": 9000, "multipart_form": 2500, "upload": 3500, "preflight": 2000, "health": 1500, "crawler": 2000,
           "long_doc": 6000, "xml_post": 2500}  # fmt: skip
 DATA = {"text": 32000, "hardneg": 8000, "values": 9000, "agents": 2500}
-LOOKALIKES = {"joined": 3000, "howto": 2000, "token": 3000}
+LOOKALIKES = {"joined": 3000, "howto": 2000, "token": 3000, "probe": 2000}
 TEST_SHARE = 0.15
 
 
@@ -123,9 +123,11 @@ TOKEN_CARRIERS = Weighted({"page": 3, "api_read": 2, "api_item": 1, "search": 1,
 
 def lookalike_records(rng: Rng, pools, split: str, scale: float) -> Iterator[dict]:
     """Lookalikes where they occur: phrases and questions typed into search boxes and text fields, tokens
-    in the query, the body or a cookie. Whole command words, question shapes and token kinds are held out."""
+    in the query, the body or a cookie, monitoring requests on their own. Whole command words, question
+    shapes, token kinds and endpoint families are held out."""
     from engine.corpus.split import in_test
 
+    unseen = held_out_health_paths()
     for family, budget in LOOKALIKES.items():
         frng = rng.child(family)
         stream = lookalikes.values(frng.child("values"), family)
@@ -133,10 +135,14 @@ def lookalike_records(rng: Rng, pools, split: str, scale: float) -> Iterator[dic
         made = 0
         while made < n:
             group, name, value = next(stream)
-            if in_test(group) != (split == "test"):
+            if in_test(group) != (split == "test") or family == "probe" and name in unseen:
                 continue
             made += 1
             ctx = Ctx(frng.child(), pools, split)
+            if family == "probe":
+                d = probe_draft(ctx, name, value)
+                yield from_draft(d, None, source="lookalike", group=group, gen=f"lookalike/probe/{d.mode}", split=split)
+                continue
             if family == "token":
                 d = carrier(ctx, TOKEN_CARRIERS, split)
                 where = "query" if d.body is None or ctx.rng.chance(0.5) else _body_where(d)
@@ -153,6 +159,32 @@ def lookalike_records(rng: Rng, pools, split: str, scale: float) -> Iterator[dic
                 place(ctx, d, value, ("text", "name") if family == "joined" else ("text",))
             session.dress(ctx.rng, d, pools.tokens)
             yield from_draft(d, None, source="lookalike", group=group, gen=f"lookalike/{family}/{d.scene}", split=split)
+
+
+PROBE_HOSTS = ("10.0.3.7:8080", "localhost:8080", "127.0.0.1:9000", "172.17.0.4:3000", "api.internal:8443", None)
+
+
+def held_out_health_paths() -> set[str]:
+    """Paths only the held-out variants of the `health` scene request: the probe lookalikes never make them,
+    so that scene stays unseen by a model trained with lookalikes."""
+    from engine.corpus.scenes_web import HEALTH
+
+    sc = all_scenes()["health"]
+    seen = {p for v in sc.usable("train") for p in HEALTH[v]}
+    return {p for v in sc.held_out() for p in HEALTH[v]} - seen
+
+
+def probe_draft(ctx: Ctx, path: str, query: str) -> Draft:
+    """A monitoring request: a checker (or a program such as curl) asks for one path, with no session."""
+    rng = ctx.rng
+    monitor = rng.chance(0.6)
+    d = start(ctx, "HEAD" if rng.chance(0.15) else "GET", path, "monitor" if monitor else "api", host=rng.pick(PROBE_HOSTS))
+    if monitor and rng.chance(0.5):
+        d.set_header("User-Agent", rng.pick(lookalikes.PROBE_AGENTS))
+    for pair in filter(None, query.split("&")):
+        name, _, value = pair.partition("=")
+        d.query.append((name, value))
+    return d
 
 
 VALUE_CARRIERS = Weighted({"page": 2, "search": 1, "api_read": 2, "form_post": 3, "api_write": 2})

@@ -12,8 +12,14 @@ input need more variety than a list gives, because a model learns the one token 
   zero-padded ids (runs of `A`), cursors, all-zero UUIDs and hashes. Runs of one letter are also what
   format-string and overflow payloads pad with; here they carry nothing.
 
-Groups are `lk:<family>:<key>` (the command word, the question shape, the token kind), so the test split
-holds out whole command words, question shapes and token kinds (engine.corpus.split.in_test).
+- `probe`: monitoring and operations requests, a bare short path from a program with no page around it
+  (`GET /healthz` from kube-probe, `HEAD /api/v1/ping` from an uptime checker, `GET /-/ready` from curl).
+  A scanner probe is also a bare short path from a program; what tells them apart is the path, and a
+  model that has seen only a handful of health paths takes any unfamiliar one for a probe.
+
+Groups are `lk:<family>:<key>` (the command word, the question shape, the token kind, the endpoint's
+word family), so the test split holds out whole command words, question shapes, token kinds and endpoint
+families (engine.corpus.split.in_test).
 """
 
 from __future__ import annotations
@@ -170,13 +176,62 @@ def token(rng: Rng) -> tuple[str, str, str]:
     return kind, rng.pick(TOKEN_NAMES), TOKENS[kind](rng)
 
 
-FAMILIES = ("joined", "howto", "token")
+# Health, readiness, status and metrics endpoints, by word family. Each is completed with a prefix, sometimes a
+# sub-check and a query. Not here: what the scanner lists probe for (`server-status`, `status?full=true`,
+# `status/`, `uptime`, `info.php`, `info.txt`), which the corpus labels as attacks, nor a path under `/sys/`,
+# which the CRS restricted-files list (and so the rules) blocks.
+PROBE_WORDS = {
+    "health": "health|healthz|healthcheck|health-check|health_check|_health|__health|hc",
+    "ready": "ready|readyz|readiness|isready|ready.json",
+    "live": "live|livez|liveness|alive|isalive|healthy",
+    "ping": "ping|_ping|pingz|ping.json",
+    "up": "up|isup|_up|up.json",
+    "heartbeat": "heartbeat|__heartbeat__|__lbheartbeat__|keepalive|hb",
+    "version": "version|__version__|build-info|buildinfo|release",
+    "metrics": "metrics|_metrics|prometheus|stats/prometheus|federate",
+    "lb": "lbcheck|lb-check|lb/health|elb-check|gtg|__gtg|ok",
+    "status": "status|_status|statusz|status.json|api-status",
+}
+PROBE_PREFIXES = ("", "", "", "", "/api", "/api/v1", "/v1", "/v2", "/-", "/_", "/internal", "/ops", "/service", "/platform",
+                  "/app", "/admin/api", "/monitoring", "/management")  # fmt: skip
+PROBE_CHECKS = ("db", "database", "redis", "cache", "queue", "deep", "detail", "all", "disk", "kafka", "upstream")
+PROBE_QUERIES = ("format=json", "verbose=1", "pretty=true", "source=lb", "probe=liveness", "probe=readiness", "check=db",
+                 "_={ts}", "t={ts}", "ts={ts}", "nocache={ts}", "exclude=disk", "name[]=db&name[]=redis")  # fmt: skip
+# Checkers beyond engine.corpus.profiles.MONITORS, as they announce themselves; none is on a scanner list.
+PROBE_AGENTS = (
+    "Go-http-client/1.1", "Go-http-client/2.0", "curl/8.5.0", "curl/7.88.1", "Envoy/HC", "HAProxy/2.8",
+    "Amazon-Route53-Health-Check-Service (ref 7b3c2d1e-57a2-4e77-9a8b-3c2f0d4e6a1b; report http://amzn.to/1vsZADi)",
+    "NewRelicSynthetics/1.0", "Site24x7", "Checkly/1.0 (https://www.checklyhq.com)", "Uptime-Kuma/1.23.11",
+    "check_http/v2.3.3 (monitoring-plugins 2.3.3)", "Zabbix", "Icinga/2.14.2", "Gatus/1.0", "Traefik",
+    "Mozilla/5.0 (compatible; Better Uptime Bot Chrome/119.0.0.0; +https://betterstack.com/docs/monitoring/uptime-robot/)",
+    "Mozilla/5.0 (compatible; Nagios)", "cloudflare-healthchecks", "kube-probe/1.30", "Consul Health Check",
+    "GoogleStackdriverMonitoring-UptimeChecks(https://cloud.google.com/monitoring)", "AzureHealthProbe/1.0",
+)  # fmt: skip
+
+
+def probe(rng: Rng) -> tuple[str, str, str]:
+    """(group key, path, query): a monitoring request's target."""
+    key = rng.pick(sorted(PROBE_WORDS))
+    path = rng.pick(PROBE_PREFIXES) + "/" + rng.pick(PROBE_WORDS[key].split("|"))
+    if key in ("health", "ready", "live") and "." not in path and rng.chance(0.25):
+        path += "/" + rng.pick(PROBE_CHECKS)
+    query = ""
+    if rng.chance(0.3):
+        query = rng.pick(PROBE_QUERIES).replace("{ts}", str(1_700_000_000_000 + rng.randrange(10**11)))
+    return key, path, query
+
+
+FAMILIES = ("joined", "howto", "token", "probe")
 
 
 def values(rng: Rng, family: str) -> Iterator[tuple[str, str, str]]:
-    """An endless stream of (group, parameter name or "", value) of one family."""
+    """An endless stream of (group, parameter name or "", value) of one family; for `probe`, (group, path,
+    query)."""
     while True:
-        if family == "token":
+        if family == "probe":
+            key, path, query = probe(rng)
+            yield f"lk:probe:{key}", path, query
+        elif family == "token":
             kind, name, value = token(rng)
             yield f"lk:token:{kind}", name, value
         else:

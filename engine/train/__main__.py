@@ -186,8 +186,9 @@ def main(argv=None) -> int:
 
     progress("[5/6] export and int8 quantisation")
     choice, measured = calibrate.int8(net, dev_data, fp32_dev, out / "model.onnx", args.seed)
-    threshold = calibrate.block_threshold(measured[choice]["probs"], dev_data.labels, args.target_fpr, dev_ruled)
-    union = calibrate.figures(measured[choice]["probs"], dev_data.labels, threshold, dev_ruled)
+    alone = calibrate.alone_scorer(out / "model.onnx", dev_data, net.window)
+    threshold, dev_scores = calibrate.settled_threshold(measured[choice]["probs"], dev_data.labels, args.target_fpr, dev_ruled, alone)
+    union = calibrate.figures(dev_scores, dev_data.labels, threshold, dev_ruled)
 
     progress(f"  chose {choice} int8; block threshold {threshold:.4f} (model's share of dev benign FPR: "
              f"{args.target_fpr}); dev with the rules: TPR {union['tpr']:.4f} FPR {union['fpr']:.4f}")

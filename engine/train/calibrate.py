@@ -4,7 +4,9 @@
 quantise both ways, measure both, keep the better. Training and fine-tuning both call it.
 
 The threshold is set on dev benign requests (held out from training by group, never the test split): the
-lowest threshold whose benign false-positive rate stays within the target, never below 0.5.
+lowest threshold whose benign false-positive rate stays within the target, never below 0.5. Dev scores come
+from batches; those near the threshold are scored again alone (`settled_threshold`), as the gateway scores
+them (Model.run_settled), and the threshold is set again on the settled scores.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from engine.model import open_session
+from engine.model import near, open_session
 from engine.train.data import Encoded, batches, pad, progress
 from engine.verdict import LABELS
 
@@ -98,6 +100,33 @@ def block_threshold(probs: np.ndarray, labels: np.ndarray, target_fpr: float, ru
     if len(benign) == 0:
         return 0.5
     return float(min(0.99, max(0.5, threshold_allowing(benign, int(np.floor(target_fpr * n_benign))))))
+
+
+def alone_scorer(path: Path, data: Encoded, window: int) -> Callable[[int], np.ndarray]:
+    """Row i's label scores with the request run alone in the int8 model at `path`, as the gateway settles it."""
+    sess = open_session(str(path), threads=1)
+    return lambda i: sess.run(None, {"input_ids": pad(data.ids, [i], window)})[0][0]
+
+
+def settle(probs: np.ndarray, threshold: float, alone: Callable[[int], np.ndarray]) -> tuple[np.ndarray, int]:
+    """(probs, n): `probs` with every row whose block score lies near `threshold` (engine.model.near)
+    replaced by `alone(row)`, the request's scores run alone, and how many rows that was."""
+    rows = near(probs[:, BLOCK], threshold)
+    out = probs.copy()
+    for i in rows:
+        out[i] = alone(i)
+    return out, len(rows)
+
+
+def settled_threshold(probs: np.ndarray, labels: np.ndarray, target_fpr: float, ruled: np.ndarray | None,
+                      alone: Callable[[int], np.ndarray], log: Callable[[str], None] = progress) -> tuple[float, np.ndarray]:  # fmt: skip
+    """(threshold, settled probs): the block threshold on batched dev scores, then again on the same scores
+    with the rows near it scored alone, so the threshold holds for the scores the gateway acts on."""
+    first = block_threshold(probs, labels, target_fpr, ruled)
+    settled, n = settle(probs, first, alone)
+    threshold = block_threshold(settled, labels, target_fpr, ruled)
+    log(f"  settled {n} dev requests near the threshold alone: {first:.4f} -> {threshold:.4f}")
+    return threshold, settled
 
 
 def threshold_allowing(scores: np.ndarray, allowed: int) -> float:

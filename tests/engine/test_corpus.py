@@ -102,10 +102,15 @@ def test_lookalikes_only_when_asked_for_of_every_family_and_held_out_by_group(co
     build(DATA, str(tmp_path), seed=1, scale=SCALE, log=lambda msg: None, lookalikes=True)
     recs = {s: list(read_records(os.path.join(tmp_path, f"{s}.jsonl"))) for s in ("train", "test")}
     trained = Counter(r["gen"].split("/")[1] for r in recs["train"] if r["source"] == "lookalike")
-    assert set(trained) == {"joined", "howto", "token"} and min(trained.values()) >= 10
+    assert set(trained) == {"joined", "howto", "token", "probe"} and min(trained.values()) >= 10
     for rec in recs["train"] + recs["test"]:
         if rec["source"] == "lookalike":
             assert rec["label"] != "block" and split.in_test(rec["group"]) == (rec["split"] == "test"), rec["group"]
+    probes = [r for r in recs["train"] + recs["test"] if r["gen"].startswith("lookalike/probe/")]
+    assert probes and all(r["method"] in ("GET", "HEAD") and not r["body"] for r in probes)
+    assert not any(k.lower() in ("cookie", "authorization") for r in probes for k, _ in r["headers"])
+    # the paths only the held-out `health` scene variants request stay unseen
+    assert not {r["path"] for r in probes} & {"/up", "/heartbeat", "/api/health"}
 
 
 def _family(ua: str) -> str:

@@ -69,3 +69,33 @@ def test_whole_groups_are_held_out_and_some_of_each_family_is_trained_on():
         groups = {g for g, _, _ in _take(family, 2000)}
         trained = {g for g in groups if not in_test(g)}
         assert trained and len(trained) < len(groups), family
+
+
+def test_probes_are_health_and_status_paths_never_what_scanners_probe_for():
+    values = _take("probe", 800)
+    assert {g.removeprefix("lk:probe:") for g, _, _ in values} == set(lookalikes.PROBE_WORDS)
+    scanner_targets = re.compile(r"server-status|status/$|full=true|info\.(?:php|txt)|cgi-bin|\.\.", re.I)
+    for group, path, query in values:
+        assert path.startswith("/") and "//" not in path and " " not in path, path
+        words = lookalikes.PROBE_WORDS[group.removeprefix("lk:probe:")].split("|")
+        assert any(f"/{w}" in path for w in words), (group, path)
+        assert not scanner_targets.search(path) and not scanner_targets.search(query), (path, query)
+    assert any(q for _, _, q in values) and any(p.count("/") >= 3 for _, p, _ in values)
+
+
+def test_probe_paths_are_not_in_the_scanner_payloads():
+    """No probe target is one the shared payload lists label `scanner` (those stay attacks). `/status` is in
+    the documented corpus's health checks already; the scanner entry is `status/`, and it stays apart."""
+    import json
+    import os
+
+    data = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "payloads.jsonl")
+    if not os.path.exists(data):
+        import pytest
+
+        pytest.skip("shared data not available")
+    with open(data) as f:
+        scanner = {json.loads(line)["payload"].lstrip("/").lower() for line in f if '"scanner"' in line}
+    for _, path, query in _take("probe", 3000):
+        target = path.lstrip("/").lower()
+        assert target not in scanner and f"{target}?{query}".lower() not in scanner, path

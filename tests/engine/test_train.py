@@ -177,3 +177,54 @@ def test_the_int8_format_does_not_flip_on_timing_noise():
     assert choose({"dynamic": m(0.9633, 0.60), "static": m(0.9634, 0.40)}, fp32) == "static"  # clearly faster
     assert choose({"dynamic": m(0.950, 0.40), "static": m(0.9634, 0.60)}, fp32) == "static"  # dynamic loses accuracy
     assert choose({"dynamic": m(0.90, 0.40), "static": m(0.91, 0.60)}, fp32) == "static"  # none close: most accurate
+
+
+def test_dev_scores_near_the_threshold_are_replaced_by_the_requests_own():
+    """calibrate.settle with the packaged int8 model: rows in the band get exactly their scores alone; the
+    others keep the batch's."""
+    from engine.model import SETTLE_LOGITS, near
+    from engine.train.calibrate import BLOCK, alone_scorer, settle
+    from engine.train.data import Encoded, pad
+
+    b = bundles.load()
+    model = Model(b)
+    rng = random.Random(5)
+    recs = [record(rng, i % 3 == 0) for i in range(24)]
+    ids = [model.encode(Features.build(r["method"], r["path"], r["query"], r["headers"])).ids for r in recs]
+    data = Encoded(ids, np.zeros(len(ids), dtype=np.int64), np.zeros((len(ids), len(FEATURES)), np.float32), [""] * len(ids))
+    window = b.manifest["window"]
+    batched = model.session.run(None, {"input_ids": pad(ids, list(range(len(ids))), window)})[0]
+    alone = alone_scorer(b.model_path, data, window)
+    threshold = float(np.median(batched[:, BLOCK]))  # a band with rows in it and rows outside it
+    rows = near(batched[:, BLOCK], threshold)
+    assert 0 < len(rows) < len(ids)
+    settled, n = settle(batched, threshold, alone)
+    assert n == len(rows)
+    for i in range(len(ids)):
+        want = alone(i) if i in rows else batched[i]
+        assert np.array_equal(settled[i], want), i
+    assert SETTLE_LOGITS > 0
+
+
+def test_the_threshold_is_set_again_on_the_settled_scores():
+    """A benign dev request that its batch pushed to 0.985 scores 0.975 alone: with no benign request to be
+    blocked, the threshold sits just above 0.975, where the gateway's settled score puts it, not 0.985."""
+    from engine.train.calibrate import BLOCK, block_threshold, settled_threshold
+
+    def row(p: float) -> list[float]:
+        return [p, (1 - p) / 3, (1 - p) / 3, (1 - p) / 3]
+
+    batched = np.array([row(0.985), row(0.2), row(0.6), row(0.999), row(0.01), row(0.98)], dtype=np.float32)
+    labels = np.array([1, 2, 3, BLOCK, 3, 2])  # the fourth is an attack
+    alone_scores = {0: np.array(row(0.975), dtype=np.float32), 5: np.array(row(0.97), dtype=np.float32)}
+    asked: list[int] = []
+
+    def alone(i: int) -> np.ndarray:
+        asked.append(i)
+        return alone_scores.get(i, batched[i])
+
+    assert block_threshold(batched, labels, 0.0) > 0.985
+    threshold, settled = settled_threshold(batched, labels, 0.0, None, alone, log=lambda msg: None)
+    assert 0.975 < threshold < 0.976
+    assert settled[0, BLOCK] == np.float32(0.975) and sorted(asked) == [0, 5]  # only the rows near 0.985
+    assert threshold == block_threshold(settled, labels, 0.0)
