@@ -197,7 +197,8 @@ PROBE_PREFIXES = ("", "", "", "", "/api", "/api/v1", "/v1", "/v2", "/-", "/_", "
 PROBE_CHECKS = ("db", "database", "redis", "cache", "queue", "deep", "detail", "all", "disk", "kafka", "upstream")
 PROBE_QUERIES = ("format=json", "verbose=1", "pretty=true", "source=lb", "probe=liveness", "probe=readiness", "check=db",
                  "_={ts}", "t={ts}", "ts={ts}", "nocache={ts}", "exclude=disk", "name[]=db&name[]=redis")  # fmt: skip
-# Checkers beyond engine.corpus.profiles.MONITORS, as they announce themselves; none is on a scanner list.
+# Checkers as they announce themselves (two repeat engine.corpus.profiles.MONITORS); none matches the CRS
+# scanners-user-agents list.
 PROBE_AGENTS = (
     "Go-http-client/1.1", "Go-http-client/2.0", "curl/8.5.0", "curl/7.88.1", "Envoy/HC", "HAProxy/2.8",
     "Amazon-Route53-Health-Check-Service (ref 7b3c2d1e-57a2-4e77-9a8b-3c2f0d4e6a1b; report http://amzn.to/1vsZADi)",
