@@ -197,7 +197,7 @@ PROBE_PREFIXES = ("", "", "", "", "/api", "/api/v1", "/v1", "/v2", "/-", "/_", "
 PROBE_CHECKS = ("db", "database", "redis", "cache", "queue", "deep", "detail", "all", "disk", "kafka", "upstream")
 PROBE_QUERIES = ("format=json", "verbose=1", "pretty=true", "source=lb", "probe=liveness", "probe=readiness", "check=db",
                  "_={ts}", "t={ts}", "ts={ts}", "nocache={ts}", "exclude=disk", "name[]=db&name[]=redis")  # fmt: skip
-# Checkers as they announce themselves (two repeat engine.corpus.profiles.MONITORS); none matches the CRS
+# Checkers as they announce themselves (Consul's repeats engine.corpus.profiles.MONITORS); none matches the CRS
 # scanners-user-agents list.
 PROBE_AGENTS = (
     "Go-http-client/1.1", "Go-http-client/2.0", "curl/8.5.0", "curl/7.88.1", "Envoy/HC", "HAProxy/2.8",
