@@ -180,8 +180,8 @@ def test_the_int8_format_does_not_flip_on_timing_noise():
 
 
 def test_dev_scores_near_the_threshold_are_replaced_by_the_requests_own():
-    """calibrate.settle with the packaged int8 model: rows in the band get exactly their scores alone; the
-    others keep the batch's."""
+    """calibrate.settle with the packaged int8 model: rows in the band get exactly the scores the gateway's
+    Model.run gives the request alone; the others keep the batch's."""
     from engine.model import near
     from engine.train.calibrate import BLOCK, alone_scorer, settle
     from engine.train.data import Encoded, pad
@@ -190,7 +190,8 @@ def test_dev_scores_near_the_threshold_are_replaced_by_the_requests_own():
     model = Model(b)
     rng = random.Random(5)
     recs = [record(rng, i % 3 == 0) for i in range(24)]
-    ids = [model.encode(Features.build(r["method"], r["path"], r["query"], r["headers"])).ids for r in recs]
+    encs = [model.encode(Features.build(r["method"], r["path"], r["query"], r["headers"])) for r in recs]
+    ids = [e.ids for e in encs]
     data = Encoded(ids, np.zeros(len(ids), dtype=np.int64), np.zeros((len(ids), len(FEATURES)), np.float32), [""] * len(ids))
     window = b.manifest["window"]
     batched = model.session.run(None, {"input_ids": pad(ids, list(range(len(ids))), window)})[0]
@@ -201,8 +202,9 @@ def test_dev_scores_near_the_threshold_are_replaced_by_the_requests_own():
     settled, n = settle(batched, threshold, alone)
     assert n == len(rows)
     for i in range(len(ids)):
-        want = alone(i) if i in rows else batched[i]
+        want = model.run([encs[i]])[0][0] if i in rows else batched[i]
         assert np.array_equal(settled[i], want), i
+    assert any(not np.array_equal(batched[i], settled[i]) for i in rows)  # the batch did move some scores
 
 
 def test_the_threshold_is_set_again_on_the_settled_scores():
