@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import resource
 import statistics
 import subprocess
@@ -84,6 +85,30 @@ def rss_for(bundle: str | None, length: int, threads: int) -> float:
     return int(out.stdout.strip().splitlines()[-1]) / 1024
 
 
+# Instruction sets ONNX Runtime's int8 kernels pick from: the same graph runs about 2.5x faster with AVX-512 VNNI
+# than with AVX2 alone (bench/RESULTS.md), so a latency figure means little without them.
+INT8_FLAGS = ("avx2", "avx_vnni", "avx512f", "avx512_vnni", "amx_int8")
+
+
+def machine() -> dict:
+    """The CPU the figures were measured on: its name and the int8-relevant instruction sets it offers."""
+    import onnxruntime
+
+    name, flags = platform.processor() or platform.machine(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                name = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+                break
+    except OSError:
+        pass
+    return {"cpu": name, "int8_instructions": [f for f in INT8_FLAGS if f in flags],
+            "cores": os.cpu_count(), "onnxruntime": onnxruntime.__version__}  # fmt: skip
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bundle", default=None)
@@ -95,7 +120,9 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     b = bundles.load(args.bundle)
-    print(f"model {b.id}, {os.cpu_count()} cores; lengths {LENGTHS}", file=sys.stderr)
+    cpu = machine()
+    print(f"model {b.id}, {cpu['cores']} cores ({cpu['cpu']}; {' '.join(cpu['int8_instructions'])}); lengths {LENGTHS}",
+          file=sys.stderr)
     rows = []
     for threads in (1, 2):
         model = Model(b, threads=threads)
@@ -125,7 +152,7 @@ def main(argv=None) -> int:
         encs = [Encoded(np.random.default_rng(i).integers(12, 8000, 100).astype(np.int64), False) for i in range(size)]
         t = timed(lambda: model.run(encs), 3 if args.quick else 30)
         batch_rows.append({"batch": size, "tokens_each": 100, "requests_per_s": round(size / (statistics.median(t) / 1000), 1)})
-    result = {"bundle": b.id, "cores": os.cpu_count(), "latency": rows, "batch": batch_rows,
+    result = {"bundle": b.id, "cores": os.cpu_count(), "machine": cpu, "latency": rows, "batch": batch_rows,
               "rewrites": rewrites(model, 10 if args.quick else 300)}  # fmt: skip
     if args.requests:
         result["requests"] = real_requests(model, Path(args.requests), args.sample)
@@ -197,7 +224,9 @@ def real_requests(model: Model, path: Path, sample: int) -> dict:
 
 
 def table(res: dict) -> str:
-    lines = [f"model {res['bundle']} on {res['cores']} cores",
+    cpu = res.get("machine") or {}
+    lines = [f"model {res['bundle']} on {res['cores']} cores"
+             + (f" ({cpu['cpu']}; {' '.join(cpu['int8_instructions']) or 'no AVX2'})" if cpu else ""),
              "| threads | tokens | forward p50 ms | p90 ms | µs/token | request p50 ms | peak RSS MiB |",
              "|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in res["latency"]:

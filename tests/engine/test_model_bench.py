@@ -38,3 +38,15 @@ def test_rewrites_time_the_served_session_against_every_rewrite():
     assert all(r["served_p50_ms"] > 0 and r["every_rewrite_p50_ms"] > 0 and r["ratio"] > 0 for r in rows)
     assert "SkipLayerNormFusion" in DISABLED_OPTIMIZERS
     assert "SkipLayerNormFusion" in bench.table({"bundle": "b", "cores": 2, "latency": [], "batch": [], "rewrites": rows})
+
+
+def test_the_machine_is_recorded_with_its_int8_instructions():
+    cpu = bench.machine()
+    assert cpu["cpu"] and cpu["cores"] >= 1 and cpu["onnxruntime"]
+    assert set(cpu["int8_instructions"]) <= set(bench.INT8_FLAGS)
+    flags = Path("/proc/cpuinfo").read_text().split() if Path("/proc/cpuinfo").exists() else []
+    assert ("avx2" in cpu["int8_instructions"]) == ("avx2" in flags)
+    head = bench.table({"bundle": "b", "cores": 2, "machine": cpu, "latency": [], "batch": [], "rewrites": []}).splitlines()[0]
+    assert head.startswith("model b on 2 cores (") and cpu["cpu"] in head
+    old = bench.table({"bundle": "b", "cores": 2, "latency": [], "batch": [], "rewrites": []}).splitlines()[0]
+    assert old == "model b on 2 cores"  # results written before the machine was recorded still print
