@@ -114,6 +114,39 @@ def finish(out: Path, corpus: Path, install: bool) -> dict:
     return manifest
 
 
+def package(net, dev_data, dev_ruled, fp32_dev: dict, out: Path, args, trained_on: dict) -> tuple[str, float]:
+    """[5/6]: export `net` (a ClefNet or an Ensemble), quantise it to int8 (the better format on the dev split),
+    calibrate the block threshold on the dev split beside the rules, and write model.onnx, weights.pt and
+    bundle.json to `out` (tokenizer.json is already there). Training and `engine.train.ensemble` both end here."""
+    progress("[5/6] export and int8 quantisation")
+    choice, measured = calibrate.int8(net, dev_data, fp32_dev, out / "model.onnx", args.seed)
+    alone = calibrate.alone_scorer(out / "model.onnx", dev_data, net.window)
+    threshold, dev_scores = calibrate.settled_threshold(measured[choice]["probs"], dev_data.labels, args.target_fpr, dev_ruled, alone)
+    union = calibrate.figures(dev_scores, dev_data.labels, threshold, dev_ruled)
+    progress(f"  chose {choice} int8; block threshold {threshold:.4f} (model's share of dev benign FPR: "
+             f"{args.target_fpr}); dev with the rules: TPR {union['tpr']:.4f} FPR {union['fpr']:.4f}")
+    manifest = {
+        "name": args.name,
+        "version": args.version,
+        "labels": list(LABELS),
+        "features": list(FEATURES),
+        "max_tokens": args.max_tokens,
+        "window": net.window,
+        "serialization": CANONICAL_VERSION,
+        "inputs": {"input_ids": "int64 [batch, length], length a multiple of window, 0 = padding"},
+        "outputs": {"label_probs": "softmax over labels", "feature_probs": "sigmoid per feature"},
+        "architecture": net.config,
+        "quantization": {"format": choice, "candidates": {k: m["figures"] for k, m in measured.items()}, "fp32_dev": fp32_dev},
+        "thresholds": {"block": round(threshold, 6)},
+        "dev_with_rules": union,
+        "trained_on": trained_on,
+        "sha256": {},
+    }
+    weights.save(net, out)  # not served: what fine-tuning starts from (its sha256 goes in the manifest)
+    bundles.write_manifest(out, manifest)
+    return choice, threshold
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m engine.train", description="Train a clef-gateway model bundle.")
     ap.add_argument("--corpus", default="work/corpus", help="folder with train.jsonl (and test.jsonl, evasion.jsonl)")
@@ -121,6 +154,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--name", default="clef-default")
     ap.add_argument("--version", default="0.1.0")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--init-seed", type=int, default=None,
+                    help="draw the initial weights and the batch order from this seed instead of --seed, keeping --seed's "
+                         "dev split and tokenizer: a second member for `python -m engine.train.ensemble`")
     ap.add_argument("--epochs", type=float, default=3.0, help="passes over the training split (default 3: the default bundle's)")
     ap.add_argument("--dev-split", choices=("groups", "mixed"), default="mixed",
                     help="how the calibration split is held out: whole groups (payload templates, text sources) but "
@@ -177,49 +213,27 @@ def main(argv=None) -> int:
     del records, train_recs, dev_recs, sample, texts, train_parts, dev_parts  # only the ids are needed now
 
     progress("[4/6] training")
+    if args.init_seed is not None:
+        set_seed(args.init_seed)
     net = ClefNet(tokenizer.get_vocab_size(), len(LABELS), len(FEATURES), d=args.dim, ffn=args.ffn)
     progress(f"  {sum(p.numel() for p in net.parameters()):,} parameters")
-    cfg = TrainConfig(epochs=args.epochs, seed=args.seed)
+    cfg = TrainConfig(epochs=args.epochs, seed=args.seed if args.init_seed is None else args.init_seed)
     run = train(net, train_data, cfg)
     dev_probs, _ = predict(net, dev_data)
     fp32_dev = calibrate.figures(dev_probs, dev_data.labels, 0.5)
 
-    progress("[5/6] export and int8 quantisation")
-    choice, measured = calibrate.int8(net, dev_data, fp32_dev, out / "model.onnx", args.seed)
-    alone = calibrate.alone_scorer(out / "model.onnx", dev_data, net.window)
-    threshold, dev_scores = calibrate.settled_threshold(measured[choice]["probs"], dev_data.labels, args.target_fpr, dev_ruled, alone)
-    union = calibrate.figures(dev_scores, dev_data.labels, threshold, dev_ruled)
-
-    progress(f"  chose {choice} int8; block threshold {threshold:.4f} (model's share of dev benign FPR: "
-             f"{args.target_fpr}); dev with the rules: TPR {union['tpr']:.4f} FPR {union['fpr']:.4f}")
-    manifest = {
-        "name": args.name,
-        "version": args.version,
-        "labels": list(LABELS),
-        "features": list(FEATURES),
-        "max_tokens": args.max_tokens,
-        "window": net.window,
-        "serialization": CANONICAL_VERSION,
-        "inputs": {"input_ids": "int64 [batch, length], length a multiple of window, 0 = padding"},
-        "outputs": {"label_probs": "softmax over labels", "feature_probs": "sigmoid per feature"},
-        "architecture": net.config,
-        "quantization": {"format": choice, "candidates": {k: m["figures"] for k, m in measured.items()}, "fp32_dev": fp32_dev},
-        "thresholds": {"block": round(threshold, 6)},
-        "dev_with_rules": union,
-        "trained_on": {
-            "corpus": str(corpus),
-            "train_sha256": file_sha256(corpus / "train.jsonl"),
-            "records": n_train,
-            "dev_records": n_dev,
-            "seed": args.seed,
-            "dev_split": args.dev_split,
-            "train_max_tokens": args.train_max_tokens,
-            **run,
-        },
-        "sha256": {},
+    trained_on = {
+        "corpus": str(corpus),
+        "train_sha256": file_sha256(corpus / "train.jsonl"),
+        "records": n_train,
+        "dev_records": n_dev,
+        "seed": args.seed,
+        **({"init_seed": args.init_seed} if args.init_seed is not None else {}),
+        "dev_split": args.dev_split,
+        "train_max_tokens": args.train_max_tokens,
+        **run,
     }
-    weights.save(net, out)  # not served: what fine-tuning starts from (its sha256 goes in the manifest)
-    bundles.write_manifest(out, manifest)
+    choice, threshold = package(net, dev_data, dev_ruled, fp32_dev, out, args, trained_on)
 
     finish(out, corpus, args.install)
     size = sum((out / n).stat().st_size for n in ("model.onnx", "tokenizer.json", "bundle.json"))  # served

@@ -19,21 +19,23 @@ import torch
 
 from engine.bundle import Bundle, sha256_file
 from engine.errors import BundleError
-from engine.train.net import ClefNet
+from engine.train.net import build, vocab_size
 
 FILE = "weights.pt"
 FORMAT = 1
 
 
-def save(net: ClefNet, folder: Path) -> Path:
+def save(net: torch.nn.Module, folder: Path) -> Path:
+    """A ClefNet's or an Ensemble's weights, with the config that rebuilds it."""
     path = Path(folder) / FILE
     state = {k: v.detach().to(torch.float32).cpu().clone() for k, v in net.state_dict().items()}
     torch.save({"format": FORMAT, "config": dict(net.config), "state_dict": state}, path)
     return path
 
 
-def load(bundle: Bundle) -> ClefNet:
-    """The network of `bundle`, in eval mode, with the weights its int8 model was made from."""
+def load(bundle: Bundle) -> torch.nn.Module:
+    """The network of `bundle` (a ClefNet, or an Ensemble of them), in eval mode, with the weights its int8 model
+    was made from."""
     path = bundle.path / FILE
     if not path.is_file():
         raise BundleError(
@@ -46,11 +48,11 @@ def load(bundle: Bundle) -> ClefNet:
         raise BundleError(f"model bundle {bundle.path}: {FILE} is corrupt or was replaced (sha256 differs)")
     try:
         doc = torch.load(path, map_location="cpu", weights_only=True)
-        net = ClefNet(**doc["config"])
+        net = build(doc["config"])
         net.load_state_dict(doc["state_dict"])
     except Exception as err:  # torch raises many types for a bad file
         raise BundleError(f"model bundle {bundle.path}: cannot read {FILE} ({err})") from None
-    if net.config["vocab"] != _vocab(bundle):
+    if vocab_size(net.config) != _vocab(bundle):
         raise BundleError(f"model bundle {bundle.path}: {FILE} does not match its tokenizer (vocabulary size)")
     return net.eval()
 

@@ -16,7 +16,7 @@ from engine.journal import Journal  # noqa: E402
 from engine.journal_writer import Entry, JournalSettings, row  # noqa: E402
 from engine.train import weights  # noqa: E402
 from engine.train.finetune import sample_lines, split_site  # noqa: E402
-from engine.train.net import ClefNet  # noqa: E402
+from engine.train.net import ClefNet, vocab_size  # noqa: E402
 from engine.verdict import Source, Verdict  # noqa: E402
 from gateway import cli  # noqa: E402
 
@@ -28,7 +28,7 @@ def base(tmp_path):
     out.mkdir()
     for name in ("model.onnx", "tokenizer.json"):
         shutil.copyfile(src.path / name, out / name)
-    weights.save(ClefNet(int(src.manifest["architecture"]["vocab"]), 4, len(src.features), d=8, window=16, ffn=8), out)
+    weights.save(ClefNet(vocab_size(src.manifest["architecture"]), 4, len(src.features), d=8, window=16, ffn=8), out)
     bundles.write_manifest(out, {k: v for k, v in src.manifest.items() if k != "sha256"})
     return out
 

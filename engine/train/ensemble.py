@@ -1,0 +1,112 @@
+"""Join trained bundles into one whose graph averages their logits:
+`python -m engine.train.ensemble --member work/bundles/a --member work/bundles/b --corpus work/corpus --out DIR`.
+
+    members' weights.pt → engine.train.net.Ensemble (their logits averaged, one graph)
+    → the dev split of the members' own training run (same corpus, seed and split: held out from every member)
+    → int8, block threshold and bundle.json exactly as `python -m engine.train` makes them ([5/6])
+    → evaluation on corpus/test.jsonl and corpus/evasion.jsonl ([6/6])
+
+Members must share the tokenizer (the same `--seed`: train the second with `--init-seed`, which changes only
+the initial weights and the batch order) and the corpus; the command checks both and says what differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from engine import bundle as bundles
+from engine.errors import BundleError
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m engine.train.ensemble", description=__doc__.split("\n")[0])
+    ap.add_argument("--member", action="append", required=True, metavar="DIR", help="a trained bundle (twice or more)")
+    ap.add_argument("--corpus", default="work/corpus", help="the corpus the members were trained on")
+    ap.add_argument("--out", required=True, help="bundle folder to write")
+    ap.add_argument("--name", default="clef-default")
+    ap.add_argument("--version", default="0.1.0")
+    ap.add_argument("--target-fpr", type=float, default=0.001, help="benign FPR the block threshold is calibrated to")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--install", action="store_true", help="copy the bundle over engine/bundles/default")
+    return ap.parse_args(argv)
+
+
+def check_members(members: list[bundles.Bundle], train_sha256: str) -> dict:
+    """What the members share (their training run's seed, dev split, token budget); BundleError naming what
+    differs when they cannot be joined."""
+    if len(members) < 2:
+        raise BundleError("an ensemble needs at least two --member bundles")
+    first = members[0]
+    for b in members[1:]:
+        if bundles.sha256_file(b.tokenizer_path) != bundles.sha256_file(first.tokenizer_path):
+            raise BundleError(f"{b.path} and {first.path} have different tokenizers: train the members with the same "
+                              "--seed (and --init-seed for the second)")  # fmt: skip
+        if b.window != first.window or b.serialization != first.serialization:
+            raise BundleError(f"{b.path} and {first.path} differ in window or canonical-text version")
+    runs = [b.manifest.get("trained_on", {}) for b in members]
+    for b, run in zip(members, runs):
+        if run.get("train_sha256") != train_sha256:
+            raise BundleError(f"{b.path} was not trained on this corpus's train.jsonl (sha256 differs): its dev split "
+                              "would not be held out")  # fmt: skip
+        for key in ("seed", "dev_split"):
+            if run.get(key) != runs[0].get(key):
+                raise BundleError(f"{b.path} and {first.path} differ in {key}: their dev splits differ")
+    return {"seed": int(runs[0]["seed"]), "dev_split": runs[0].get("dev_split", "mixed"),
+            "max_tokens": first.max_tokens}  # fmt: skip
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    from engine.train import calibrate, weights
+    from engine.train.__main__ import canonical_cached, file_sha256, finish, package, split_dev
+    from engine.train.data import encode_records, progress, read_jsonl
+    from engine.train.loop import predict
+    from engine.train.net import Ensemble
+    from tokenizers import Tokenizer
+
+    t_start = time.time()
+    corpus, out = Path(args.corpus), Path(args.out)
+    try:
+        members = [bundles.load(m) for m in args.member]
+        shared = check_members(members, file_sha256(corpus / "train.jsonl"))
+        net = Ensemble([weights.load(b) for b in members]).eval()
+    except BundleError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    args.seed, args.dev_split, args.max_tokens, args.limit = shared["seed"], shared["dev_split"], shared["max_tokens"], None
+    out.mkdir(parents=True, exist_ok=True)
+    progress(f"[1/6] {len(members)} members: {', '.join(b.id for b in members)}; reading {corpus / 'train.jsonl'}")
+    records = list(read_jsonl(corpus / "train.jsonl"))
+    train_recs, dev_recs = split_dev(records, 0.05, args.seed, args.dev_split)
+    progress(f"  {len(dev_recs):,} dev requests (the members' own, held out from all of them)")
+    progress("[2/6] canonical text; the members' tokenizer")
+    dev_parts = canonical_cached(corpus / "train.jsonl", dev_recs, args, "dev")
+    (out / "tokenizer.json").write_bytes(members[0].tokenizer_path.read_bytes())
+    tokenizer = Tokenizer.from_file(str(out / "tokenizer.json"))
+    progress("[3/6] encoding")
+    dev_data = encode_records(dev_recs, tokenizer, args.max_tokens, args.threads, progress, dev_parts)
+    dev_ruled = calibrate.rules_blocks(dev_recs)
+    n_train, n_dev = len(train_recs), len(dev_recs)
+    del records, train_recs, dev_parts
+    progress("[4/6] no training: the members' weights, averaged in one graph")
+    dev_probs, _ = predict(net, dev_data)
+    fp32_dev = calibrate.figures(dev_probs, dev_data.labels, 0.5)
+    trained_on = {
+        "corpus": str(corpus), "train_sha256": file_sha256(corpus / "train.jsonl"), "records": n_train,
+        "dev_records": n_dev, "seed": args.seed, "dev_split": args.dev_split,
+        "members": [{"id": b.id, "sha256": b.manifest.get("sha256", {}), "trained_on": b.manifest.get("trained_on", {})}
+                    for b in members],
+    }  # fmt: skip
+    choice, threshold = package(net, dev_data, dev_ruled, fp32_dev, out, args, trained_on)
+    finish(out, corpus, args.install)
+    size = sum((out / n).stat().st_size for n in ("model.onnx", "tokenizer.json", "bundle.json"))
+    print(f"\nbundle {args.name}@{args.version} → {out}  ({size / 1e6:.2f} MB, {time.time() - t_start:.0f} s in all)")
+    print(f"  {len(members)} members; int8 {choice}; block threshold {threshold:.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

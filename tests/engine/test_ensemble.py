@@ -1,0 +1,114 @@
+"""engine.train.net.Ensemble and `python -m engine.train.ensemble`: members' logits averaged in one graph, the
+bundle made from trained members exactly as training makes one, and members that cannot be joined refused."""
+
+from __future__ import annotations
+
+import json
+import random
+import urllib.parse
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from engine import bundle as bundles  # noqa: E402
+from engine.features import Features  # noqa: E402
+from engine.labels import FEATURES, label  # noqa: E402
+from engine.model import Model  # noqa: E402
+from engine.train import weights  # noqa: E402
+from engine.train.__main__ import main as train_main  # noqa: E402
+from engine.train.ensemble import main as ensemble_main  # noqa: E402
+from engine.train.export import export_onnx  # noqa: E402
+from engine.train.net import ClefNet, Ensemble, build  # noqa: E402
+
+
+def tiny(seed: int, **kw) -> ClefNet:
+    torch.manual_seed(seed)
+    return ClefNet(300, 4, len(FEATURES), d=16, window=16, ffn=32, **kw).eval()
+
+
+def test_the_ensemble_averages_its_members_logits_in_one_exported_graph(tmp_path):
+    a, b = tiny(1), tiny(2)
+    net = Ensemble([a, b]).eval()
+    ids = torch.randint(4, 300, (3, 48))
+    ids[1, 20:] = 0
+    with torch.no_grad():
+        (la, fa), (lb, fb) = a.logits(ids), b.logits(ids)
+        labels, feats = net(ids)
+        assert torch.allclose(net.logits(ids)[0], (la + lb) / 2)
+        assert torch.allclose(labels, torch.softmax((la + lb) / 2, -1)) and torch.allclose(feats, torch.sigmoid((fa + fb) / 2))
+        assert not torch.allclose(labels, a(ids)[0])  # the members differ, so the mean is neither
+    path = export_onnx(net, tmp_path / "model.onnx")
+    got_labels, got_feats = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"input_ids": ids.numpy()})
+    assert np.allclose(got_labels, labels.numpy(), atol=1e-5) and np.allclose(got_feats, feats.numpy(), atol=1e-5)
+    assert [i.name for i in ort.InferenceSession(str(path)).get_inputs()] == ["input_ids"]
+
+
+def test_a_saved_ensemble_is_rebuilt_from_its_config():
+    net = Ensemble([tiny(1), tiny(2)])
+    again = build(json.loads(json.dumps(net.config)))
+    assert isinstance(again, Ensemble) and len(again.members) == 2
+    again.load_state_dict(net.state_dict())
+    assert isinstance(build(tiny(1).config), ClefNet)
+
+
+def test_members_that_read_different_ids_are_refused():
+    with pytest.raises(ValueError, match="differ in window"):
+        Ensemble([tiny(1), ClefNet(300, 4, len(FEATURES), d=16, window=32, ffn=32)])
+    with pytest.raises(ValueError, match="at least two"):
+        Ensemble([tiny(1)])
+
+
+def record(rng: random.Random, attack: bool) -> dict:
+    cls, value = rng.choice([("sqli", "1' OR '1'='1"), ("xss", "<script>alert(1)</script>"), ("cmdi", ";cat /etc/passwd")]) \
+        if attack else (None, rng.choice(["shoes", "O'Brien", "select the best plan", "new york"]))
+    path = rng.choice(["/search", "/products", "/static/app.js"])
+    query = "q=" + urllib.parse.quote(value) + f"&page={rng.randint(1, 9)}"
+    lab, tags = label(Features.build("GET", path, query, []), [cls] if attack else None)
+    return {"method": "GET", "path": path, "query": query, "headers": [], "body": "", "label": lab,
+            "attack_class": cls, "features": list(tags), "group": f"g{rng.randint(0, 40)}"}  # fmt: skip
+
+
+@pytest.mark.slow
+def test_trained_members_become_one_bundle_and_mismatched_ones_are_refused(tmp_path, capsys):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    rng = random.Random(5)
+    for name, n in (("train", 400), ("test", 80)):
+        (corpus / f"{name}.jsonl").write_text("".join(json.dumps(record(rng, i % 2 == 0)) + "\n" for i in range(n)))
+    common = ["--corpus", str(corpus), "--epochs", "1", "--vocab", "600", "--threads", "1", "--train-max-tokens", "128",
+              "--dim", "16", "--ffn", "32"]  # fmt: skip
+    assert train_main([*common, "--out", str(tmp_path / "a")]) == 0
+    assert train_main([*common, "--out", str(tmp_path / "b"), "--init-seed", "2"]) == 0
+    a, b = bundles.load(tmp_path / "a"), bundles.load(tmp_path / "b")
+    assert a.tokenizer_path.read_bytes() == b.tokenizer_path.read_bytes()  # --init-seed keeps the tokenizer
+    assert b.manifest["trained_on"]["init_seed"] == 2
+    assert bundles.sha256_file(a.path / "weights.pt") != bundles.sha256_file(b.path / "weights.pt")
+
+    out = tmp_path / "ens"
+    assert ensemble_main(["--member", str(a.path), "--member", str(b.path), "--corpus", str(corpus), "--out", str(out),
+                          "--threads", "1", "--version", "9.9.9"]) == 0  # fmt: skip
+    e = bundles.load(out)  # sha256 verified
+    m = e.manifest
+    assert e.version == "9.9.9" and len(m["architecture"]["ensemble"]) == 2
+    assert [x["id"] for x in m["trained_on"]["members"]] == [a.id, b.id]
+    assert m["trained_on"]["dev_records"] == a.manifest["trained_on"]["dev_records"]  # the members' own dev split
+    assert 0.5 <= m["thresholds"]["block"] <= 0.99 and set(m["eval"]["test"]) >= {"tpr", "fpr", "per_class"}
+    net = weights.load(e)
+    assert isinstance(net, Ensemble)
+    model = Model(e)
+    enc = model.encode(Features.build("GET", "/search", "q=shoes"))
+    labels, _ = model.run([enc])
+    ids = torch.nn.functional.pad(torch.from_numpy(enc.ids[None, :]), (0, model.padded_length(enc.length) - enc.length))
+    with torch.no_grad():
+        want = torch.softmax((weights.load(a).logits(ids)[0] + weights.load(b).logits(ids)[0]) / 2, -1).numpy()
+    assert np.abs(want - labels).max() < 0.1  # the int8 graph serves the members' mean
+
+    assert train_main([*common, "--out", str(tmp_path / "c"), "--seed", "2"]) == 0  # another tokenizer
+    assert ensemble_main(["--member", str(a.path), "--member", str(tmp_path / "c"), "--corpus", str(corpus),
+                          "--out", str(tmp_path / "bad")]) == 2  # fmt: skip
+    assert "different tokenizers" in capsys.readouterr().err
+    assert ensemble_main(["--member", str(a.path), "--member", str(tmp_path / "nowhere"), "--corpus", str(corpus),
+                          "--out", str(tmp_path / "bad")]) == 2  # fmt: skip
