@@ -137,8 +137,10 @@ class Ensemble(nn.Module):
     quantisation, calibration and fine-tuning treat it as one; it costs one forward pass per member.
     """
 
-    def __init__(self, members: list[ClefNet]):
+    def __init__(self, members: list[nn.Module]):
         super().__init__()
+        # an ensemble among the members contributes its own members: every network weighs the same
+        members = [n for m in members for n in (m.members if isinstance(m, Ensemble) else [m])]
         if len(members) < 2:
             raise ValueError("an ensemble needs at least two member networks")
         first = members[0].config

@@ -54,6 +54,27 @@ def test_a_saved_ensemble_is_rebuilt_from_its_config():
     assert isinstance(build(tiny(1).config), ClefNet)
 
 
+def test_an_ensemble_among_the_members_contributes_its_own():
+    a, b, c = tiny(1), tiny(2), tiny(3)
+    net = Ensemble([Ensemble([a, b]), c])
+    assert list(net.members) == [a, b, c] and len(net.config["ensemble"]) == 3
+
+
+def test_training_moves_every_member():
+    from engine.train.data import Encoded
+    from engine.train.loop import TrainConfig, train
+
+    net = Ensemble([tiny(1), tiny(2)])
+    before = [p.detach().clone() for p in net.parameters()]
+    rng = np.random.default_rng(0)
+    ids = [rng.integers(4, 300, int(n)).astype(np.int64) for n in rng.integers(5, 40, 64)]
+    data = Encoded(ids, rng.integers(0, 4, 64).astype(np.int64), np.zeros((64, len(FEATURES)), np.float32), ["g"] * 64)
+    train(net, data, TrainConfig(epochs=1, warmup_steps=1, tokens_per_batch=512, log_every_s=1e9))
+    moved = [not torch.equal(p0, p1) for p0, p1 in zip(before, net.parameters())]
+    half = len(moved) // 2  # members' parameters in order: the first member's, then the second's
+    assert any(moved[:half]) and any(moved[half:])  # fine-tuning an ensemble bundle trains both members
+
+
 def test_members_that_read_different_ids_are_refused():
     with pytest.raises(ValueError, match="differ in window"):
         Ensemble([tiny(1), ClefNet(300, 4, len(FEATURES), d=16, window=32, ffn=32)])
