@@ -85,8 +85,8 @@ def rss_for(bundle: str | None, length: int, threads: int) -> float:
     return int(out.stdout.strip().splitlines()[-1]) / 1024
 
 
-# Instruction sets ONNX Runtime's int8 kernels pick from: the same graph runs about 2.5x faster with AVX-512 VNNI
-# than with AVX2 alone (bench/RESULTS.md), so a latency figure means little without them.
+# Instruction sets ONNX Runtime's int8 kernels pick from: the same graph ran 2.0-3.3x faster per token on a CPU with
+# AVX-512 VNNI than on one with AVX2 alone (bench/RESULTS.md), so a latency figure means little without them.
 INT8_FLAGS = ("avx2", "avx_vnni", "avx512f", "avx512_vnni", "amx_int8")
 
 

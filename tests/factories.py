@@ -303,3 +303,26 @@ class Upstream:
         if a.set_cookie:
             response.headers.add("Set-Cookie", "session=s3cr3t; Path=/; HttpOnly")
         return response
+
+
+# A tiny labelled corpus for training tests (tests/engine/test_train.py, test_ensemble.py): a payload or a benign
+# word in a query, labelled by the project's own policy (engine.labels.label).
+CORPUS_ATTACKS = [("sqli", "1' OR '1'='1"), ("sqli", "1 UNION SELECT password FROM users--"), ("xss", "<script>alert(1)</script>"),
+                  ("xss", "<img src=x onerror=alert(1)>"), ("path_traversal", "../../../../etc/passwd"), ("cmdi", ";cat /etc/passwd")]
+CORPUS_BENIGN = ["shoes", "red running shoes", "O'Brien", "select the best plan", "hello world", "42", "new york"]
+CORPUS_PATHS = ["/search", "/products", "/api/items", "/static/app.js", "/account/settings"]
+
+
+def labelled_record(rng: random.Random, attack: bool) -> dict:
+    import urllib.parse
+
+    from engine.labels import label
+
+    cls, value = rng.choice(CORPUS_ATTACKS) if attack else (None, rng.choice(CORPUS_BENIGN))
+    method = rng.choice(["GET", "GET", "POST"])
+    path = rng.choice(CORPUS_PATHS)
+    query = "q=" + urllib.parse.quote(value) + f"&page={rng.randint(1, 9)}"
+    headers = [["User-Agent", rng.choice(["Mozilla/5.0", "curl/8.5.0", "python-requests/2.32"])]]
+    lab, tags = label(Features.build(method, path, query, headers), [cls] if attack else None)
+    return {"method": method, "path": path, "query": query, "headers": headers, "body": "", "label": lab,
+            "attack_class": cls, "features": list(tags), "group": f"g{rng.randint(0, 40)}"}  # fmt: skip

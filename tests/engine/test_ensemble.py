@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-import urllib.parse
 
 import numpy as np
 import onnxruntime as ort
@@ -15,18 +14,19 @@ torch = pytest.importorskip("torch")
 
 from engine import bundle as bundles  # noqa: E402
 from engine.features import Features  # noqa: E402
-from engine.labels import FEATURES, label  # noqa: E402
+from engine.labels import FEATURES  # noqa: E402
 from engine.model import Model  # noqa: E402
 from engine.train import weights  # noqa: E402
 from engine.train.__main__ import main as train_main  # noqa: E402
 from engine.train.ensemble import main as ensemble_main  # noqa: E402
 from engine.train.export import export_onnx  # noqa: E402
 from engine.train.net import ClefNet, Ensemble, build  # noqa: E402
+from tests.factories import labelled_record as record  # noqa: E402
 
 
-def tiny(seed: int, **kw) -> ClefNet:
+def tiny(seed: int) -> ClefNet:
     torch.manual_seed(seed)
-    return ClefNet(300, 4, len(FEATURES), d=16, window=16, ffn=32, **kw).eval()
+    return ClefNet(300, 4, len(FEATURES), d=16, window=16, ffn=32).eval()
 
 
 def test_the_ensemble_averages_its_members_logits_in_one_exported_graph(tmp_path):
@@ -80,16 +80,6 @@ def test_members_that_read_different_ids_are_refused():
         Ensemble([tiny(1), ClefNet(300, 4, len(FEATURES), d=16, window=32, ffn=32)])
     with pytest.raises(ValueError, match="at least two"):
         Ensemble([tiny(1)])
-
-
-def record(rng: random.Random, attack: bool) -> dict:
-    cls, value = rng.choice([("sqli", "1' OR '1'='1"), ("xss", "<script>alert(1)</script>"), ("cmdi", ";cat /etc/passwd")]) \
-        if attack else (None, rng.choice(["shoes", "O'Brien", "select the best plan", "new york"]))
-    path = rng.choice(["/search", "/products", "/static/app.js"])
-    query = "q=" + urllib.parse.quote(value) + f"&page={rng.randint(1, 9)}"
-    lab, tags = label(Features.build("GET", path, query, []), [cls] if attack else None)
-    return {"method": "GET", "path": path, "query": query, "headers": [], "body": "", "label": lab,
-            "attack_class": cls, "features": list(tags), "group": f"g{rng.randint(0, 40)}"}  # fmt: skip
 
 
 @pytest.mark.slow

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-import urllib.parse
 
 import numpy as np
 import onnxruntime as ort
@@ -15,31 +14,14 @@ torch = pytest.importorskip("torch")
 
 from engine import bundle as bundles  # noqa: E402
 from engine.features import Features  # noqa: E402
-from engine.labels import FEATURES, label  # noqa: E402
+from engine.labels import FEATURES  # noqa: E402
 from engine.model import Model  # noqa: E402
+from tests.factories import labelled_record as record  # noqa: E402
 from engine.train.__main__ import main as train_main  # noqa: E402
 from engine.train.export import export_onnx, quantize_dynamic  # noqa: E402
 from engine.train.net import ClefNet  # noqa: E402
 from engine.train import weights  # noqa: E402
 from engine.errors import BundleError  # noqa: E402
-
-ATTACKS = [("sqli", "1' OR '1'='1"), ("sqli", "1 UNION SELECT password FROM users--"), ("xss", "<script>alert(1)</script>"),
-           ("xss", "<img src=x onerror=alert(1)>"), ("path_traversal", "../../../../etc/passwd"), ("cmdi", ";cat /etc/passwd")]
-BENIGN = ["shoes", "red running shoes", "O'Brien", "select the best plan", "hello world", "42", "new york"]
-PATHS = ["/search", "/products", "/api/items", "/static/app.js", "/account/settings"]
-
-
-def record(rng: random.Random, attack: bool) -> dict:
-    cls, value = rng.choice(ATTACKS) if attack else (None, rng.choice(BENIGN))
-    method = rng.choice(["GET", "GET", "POST"])
-    path = rng.choice(PATHS)
-    query = "q=" + urllib.parse.quote(value) + f"&page={rng.randint(1, 9)}"
-    headers = [["User-Agent", rng.choice(["Mozilla/5.0", "curl/8.5.0", "python-requests/2.32"])]]
-    f = Features.build(method, path, query, headers)
-    lab, tags = label(f, [cls] if attack else None)
-    return {"method": method, "path": path, "query": query, "headers": headers, "body": "", "label": lab,
-            "attack_class": cls, "features": list(tags), "group": f"g{rng.randint(0, 40)}"}  # fmt: skip
-
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
