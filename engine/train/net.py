@@ -57,23 +57,23 @@ class ConvBlock(nn.Module):
 class WindowAttention(nn.Module):
     def __init__(self, d: int, heads: int, window: int):
         super().__init__()
-        self.heads, self.window = heads, window
+        self.heads, self.window, self.d = heads, window, d
         self.norm = nn.LayerNorm(d)
         self.qkv = nn.Linear(d, 3 * d)
         self.out = nn.Linear(d, d)
 
     def forward(self, x: torch.Tensor, key_bias: torch.Tensor) -> torch.Tensor:
-        """x [b, L, d]; key_bias [b*L/w, 1, 1, w]: 0 for tokens, -1e4 for padding."""
-        d = x.shape[-1]
-        w, h = self.window, self.heads
+        """x [windows, w, d]; key_bias [windows, 1, 1, w]: 0 for tokens, -1e4 for padding. Every reshape uses
+        the layer's own sizes, so the exported graph computes no shapes at run time."""
+        w, h, d = self.window, self.heads, self.d
         qkv = self.qkv(self.norm(x)).reshape(-1, w, 3, h, d // h).permute(2, 0, 3, 1, 4)
-        q, k, v = qkv[0], qkv[1], qkv[2]  # [b*n, h, w, dh]
+        q, k, v = qkv[0], qkv[1], qkv[2]  # [windows, h, w, dh]
         if self.training:  # the fused kernel trains faster; the export keeps plain, quantisable MatMuls
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=key_bias).permute(0, 2, 1, 3)
         else:
             scores = torch.matmul(q * (1.0 / math.sqrt(d // h)), k.transpose(-1, -2)) + key_bias
             y = torch.matmul(torch.softmax(scores, dim=-1), v).permute(0, 2, 1, 3)
-        return x + self.out(y.reshape(x.shape))
+        return x + self.out(y.reshape(-1, w, d))
 
 
 class ClefNet(nn.Module):
@@ -105,16 +105,14 @@ class ClefNet(nn.Module):
         self.features = nn.Linear(d, n_features)
 
     def logits(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        b = ids.shape[0]
-        w = self.window
-        neg = (ids == 0).to(torch.float32) * -1e4  # [b, L]: 0 for tokens, -1e4 for padding
-        x = self.conv(self.embed(ids))
-        x = self.ff(self.attn(x, neg.reshape(-1, 1, 1, w)))
-        x = self.norm(x)
-        d = x.shape[-1]
+        w, d = self.window, self.config["d"]
+        n = ids.shape[1] // w  # the only size read at run time: windows per request
+        neg = (ids == 0).to(torch.float32).reshape(-1, w) * -1e4  # [b*n, w]: 0 for tokens, -1e4 for padding
+        x = self.conv(self.embed(ids)).reshape(-1, w, d)  # the convolution reads across windows; the rest within
+        x = self.norm(self.ff(self.attn(x, neg.reshape(-1, 1, 1, w))))
         # window summaries: max over each window's real tokens
-        win = (x + neg.unsqueeze(-1)).reshape(b, -1, w, d).amax(dim=2)  # [b, n, d]
-        win_neg = neg.reshape(b, -1, w).amax(dim=2)  # [b, n]: 0 where the window holds a token
+        win = (x + neg.unsqueeze(-1)).amax(dim=1).reshape(-1, n, d)  # [b, n, d]
+        win_neg = neg.amax(dim=1).reshape(-1, n)  # [b, n]: 0 where the window holds a token
         win = win * ((win_neg + 1e4) * 1e-4).unsqueeze(-1)  # empty windows (batch padding) → 0
         g_max = (win + win_neg.unsqueeze(-1)).amax(dim=1)
         att = torch.softmax(self.query(self.key(win)).squeeze(-1) * (1.0 / math.sqrt(d)) + win_neg, dim=1)
