@@ -79,7 +79,7 @@ def main(argv=None) -> int:
         return 2
     args.seed, args.dev_split, args.max_tokens, args.limit = shared["seed"], shared["dev_split"], shared["max_tokens"], None
     out.mkdir(parents=True, exist_ok=True)
-    progress(f"[1/6] {len(members)} members: {', '.join(b.id for b in members)}; reading {corpus / 'train.jsonl'}")
+    progress(f"[1/6] {len(members)} bundles, {len(net.members)} networks: {', '.join(b.id for b in members)}; reading {corpus / 'train.jsonl'}")
     records = list(read_jsonl(corpus / "train.jsonl"))
     train_recs, dev_recs = split_dev(records, 0.05, args.seed, args.dev_split)
     progress(f"  {len(dev_recs):,} dev requests (the members' own, held out from all of them)")
@@ -105,7 +105,7 @@ def main(argv=None) -> int:
     finish(out, corpus, args.install)
     size = sum((out / n).stat().st_size for n in ("model.onnx", "tokenizer.json", "bundle.json"))
     print(f"\nbundle {args.name}@{args.version} → {out}  ({size / 1e6:.2f} MB, {time.time() - t_start:.0f} s in all)")
-    print(f"  {len(members)} members; int8 {choice}; block threshold {threshold:.4f}")
+    print(f"  {len(net.members)} networks from {len(members)} bundles; int8 {choice}; block threshold {threshold:.4f}")
     return 0
 
 
