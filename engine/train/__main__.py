@@ -170,8 +170,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--max-tokens", type=int, default=65536, help="the bundle's serving token budget")
     ap.add_argument("--target-fpr", type=float, default=0.001, help="benign FPR the block threshold is calibrated to")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--compile", action="store_true",
-                    help="torch.compile the training steps: about twice as fast, weights not bit-identical to the default eager run")
     ap.add_argument("--install", action="store_true", help="copy the bundle over engine/bundles/default")
     ap.add_argument("--finish", action="store_true", help="no training: evaluate the bundle at --out (and --install it)")
     return ap.parse_args(argv)
@@ -219,7 +217,7 @@ def main(argv=None) -> int:
         set_seed(args.init_seed)
     net = ClefNet(tokenizer.get_vocab_size(), len(LABELS), len(FEATURES), d=args.dim, ffn=args.ffn)
     progress(f"  {sum(p.numel() for p in net.parameters()):,} parameters")
-    cfg = TrainConfig(epochs=args.epochs, seed=args.seed if args.init_seed is None else args.init_seed, compile=args.compile)
+    cfg = TrainConfig(epochs=args.epochs, seed=args.seed if args.init_seed is None else args.init_seed)
     run = train(net, train_data, cfg)
     dev_probs, _ = predict(net, dev_data)
     fp32_dev = calibrate.figures(dev_probs, dev_data.labels, 0.5)

@@ -6,10 +6,7 @@ off. When the data carries soft label targets (`Encoded.soft`: in fine-tuning, t
 distributions for the replayed corpus), the cross-entropy is taken against them instead of the hard
 labels. The step count is fixed by the epochs, not by the clock, so a rerun with the same seed and corpus
 gives the same weights (on the same machine and thread count). `max_seconds` (fine-tuning's `--minutes`)
-can stop a run earlier; the result then says how many steps it made. `compile` runs the training steps through
-`torch.compile` (one graph for every batch shape, fused CPU kernels: bench/RESULTS.md measured the steps about twice
-as fast); its sums are ordered differently from eager mode's, so its weights are not bit-identical to an eager run
-of the same seed, only as close as another seed.
+can stop a run earlier; the result then says how many steps it made.
 """
 
 from __future__ import annotations
@@ -40,7 +37,6 @@ class TrainConfig:
     seed: int = 1
     log_every_s: float = 30.0
     max_seconds: float | None = None  # stop after this long, whatever the epochs say (None: never)
-    compile: bool = False  # torch.compile the training steps (faster; not bit-identical to eager mode)
 
 
 def set_seed(seed: int) -> None:
@@ -67,8 +63,6 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig) -> dict:
     label_weight = torch.ones(len(LABELS))
     label_weight[[i for i in range(len(LABELS)) if i != block]] = cfg.benign_weight
     net.train()
-    # the network itself stays uncompiled: export traces net.forward, and eval mode takes another path
-    logits = torch.compile(net.logits, dynamic=True) if cfg.compile else net.logits
     step, seen, t0, last = 0, 0, time.time(), 0.0
     running = {"loss": 0.0, "acc": 0.0, "n": 0}
     progress(f"training: {len(data.ids):,} sequences, {per_epoch:,} batches per epoch, {total:,} steps")
@@ -83,7 +77,7 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig) -> dict:
             yf = torch.from_numpy(data.features[idx])
             for g in opt.param_groups:
                 g["lr"] = lr_at(step)
-            label_logits, feature_logits = logits(ids)
+            label_logits, feature_logits = net.logits(ids)
             loss = F.cross_entropy(label_logits, target, weight=label_weight)
             loss = loss + cfg.feature_weight * F.binary_cross_entropy_with_logits(feature_logits, yf)
             opt.zero_grad(set_to_none=True)
@@ -106,8 +100,7 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig) -> dict:
                 running = {"loss": 0.0, "acc": 0.0, "n": 0}
                 last = now
     net.eval()
-    return {"steps": step, "sequences": seen, "seconds": round(time.time() - t0, 1), "epochs": cfg.epochs,
-            **({"compiled": True} if cfg.compile else {})}
+    return {"steps": step, "sequences": seen, "seconds": round(time.time() - t0, 1), "epochs": cfg.epochs}
 
 
 @torch.no_grad()

@@ -146,45 +146,6 @@ def test_a_rerun_with_the_same_seed_gives_the_same_weights():
     assert not all(torch.equal(a[k], c[k]) for k in a)
 
 
-@pytest.mark.slow
-def test_compiled_training_steps_match_the_eager_ones(tmp_path):
-    """`--compile` (torch.compile of the training steps) computes what eager mode computes, to float rounding:
-    the same logits and gradients at the same weights, for every batch shape (one graph with symbolic sizes),
-    and a whole run with it trains and says so."""
-    from engine.train.data import Encoded
-    from engine.train.loop import TrainConfig, train
-
-    torch.manual_seed(3)
-    net = ClefNet(300, 4, len(FEATURES), d=32, window=16, ffn=64).train()
-    compiled = torch.compile(net.logits, dynamic=True)
-    for shape in ((4, 16), (3, 48), (9, 32)):
-        ids = torch.randint(4, 300, shape)
-        ids[0, shape[1] // 2:] = 0
-        grads = []
-        for fn in (net.logits, compiled):
-            net.zero_grad()
-            labels, feats = fn(ids)
-            (labels.square().sum() + feats.sum()).backward()
-            grads.append(([labels.detach(), feats.detach()], [p.grad.clone() for p in net.parameters()]))
-        (want, want_g), (got, got_g) = grads
-        assert all(torch.allclose(a, b, atol=1e-4) for a, b in zip(want, got))
-        assert all(torch.allclose(a, b, atol=1e-3, rtol=1e-3) for a, b in zip(want_g, got_g))
-
-    rng = np.random.default_rng(5)
-    data = Encoded(
-        ids=[rng.integers(4, 300, int(n)) for n in rng.integers(5, 80, 120)],
-        labels=rng.integers(0, 4, 120),
-        features=(rng.random((120, len(FEATURES))) < 0.1).astype(np.float32),
-        groups=["g"] * 120,
-    )
-    before = {k: v.clone() for k, v in net.state_dict().items()}
-    run = train(net, data, TrainConfig(epochs=1.0, warmup_steps=2, tokens_per_batch=512, log_every_s=1e9, compile=True))
-    assert run["compiled"] is True and run["steps"] > 0
-    assert not all(torch.equal(before[k], v) for k, v in net.state_dict().items())
-    assert not net.training  # left in eval mode, uncompiled, ready for export
-    assert export_onnx(net, tmp_path / "m.onnx").is_file()
-
-
 def test_the_mixed_dev_split_leaves_no_generator_family_out_of_training():
     from engine.train.__main__ import split_dev
 
