@@ -112,8 +112,8 @@ def test_one_graph_serves_a_short_and_a_long_input(tmp_path):
 
 def test_the_exported_graph_reads_no_shape_but_the_inputs(tmp_path):
     """Every reshape uses the network's own sizes: the graph reads the input's shape once (its batch and length)
-    and computes no other shape at run time; each shape computation is a node of its own (the default's graph
-    had 9 Shape nodes and 51 more nodes in all before). The results are the same to the bit."""
+    and computes no other shape at run time; each shape computation is a node of its own (the default's two-network
+    graph had 9 Shape nodes, and 51 more nodes in all, before)."""
     import onnx
 
     net = ClefNet(300, 4, len(FEATURES), d=32, window=16, ffn=64).eval()
