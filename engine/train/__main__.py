@@ -58,11 +58,12 @@ def split_dev(records: list[dict], share: float, seed: int, how: str = "mixed") 
     return train, dev
 
 
-def canonical_cached(source: Path, records: list[dict], args, name: str) -> list[tuple[str, str]]:
+def canonical_cached(source: Path, source_sha256: str, records: list[dict], args, name: str) -> list[tuple[str, str]]:
     """Canonical texts are the slow part of a run and depend only on the corpus, the split and the
-    canonical version: keep them beside the corpus so reruns (other seeds, sizes, epochs) skip them."""
+    canonical version: keep them beside the corpus so reruns (other seeds, sizes, epochs) skip them.
+    `source_sha256` is the caller's hash of `source` (0.9 GB for the default corpus: hashed once per run)."""
     key = hashlib.blake2b(
-        f"{file_sha256(source)}:{CANONICAL_VERSION}:{args.seed}:{args.dev_split}:{args.limit}:{name}:{len(records)}".encode(), digest_size=10
+        f"{source_sha256}:{CANONICAL_VERSION}:{args.seed}:{args.dev_split}:{args.limit}:{name}:{len(records)}".encode(), digest_size=10
     ).hexdigest()
     path = source.parent / f".canonical-{name}-{key}.pkl"
     if path.exists():
@@ -147,6 +148,12 @@ def package(net, dev_data, dev_ruled, fp32_dev: dict, out: Path, args, trained_o
     return choice, threshold
 
 
+def announce(out: Path, args, t_start: float) -> None:
+    """The bundle's first summary line: where it is, what it serves (model, tokenizer, manifest), how long it took."""
+    size = sum((out / n).stat().st_size for n in ("model.onnx", "tokenizer.json", "bundle.json"))
+    print(f"\nbundle {args.name}@{args.version} → {out}  ({size / 1e6:.2f} MB, {time.time() - t_start:.0f} s in all)")
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m engine.train", description="Train a clef-gateway model bundle.")
     ap.add_argument("--corpus", default="work/corpus", help="folder with train.jsonl (and test.jsonl, evasion.jsonl)")
@@ -188,14 +195,15 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
 
     progress(f"[1/6] reading {corpus / 'train.jsonl'}")
+    train_sha256 = file_sha256(corpus / "train.jsonl")
     records = list(read_jsonl(corpus / "train.jsonl", args.limit))
     train_recs, dev_recs = split_dev(records, 0.05, args.seed, args.dev_split)
     progress(f"  {len(train_recs):,} train, {len(dev_recs):,} dev (held out by group)")
 
     progress("[2/6] canonical text and tokenizer")
     t0 = time.time()
-    train_parts = canonical_cached(corpus / "train.jsonl", train_recs, args, "train")
-    dev_parts = canonical_cached(corpus / "train.jsonl", dev_recs, args, "dev")
+    train_parts = canonical_cached(corpus / "train.jsonl", train_sha256, train_recs, args, "train")
+    dev_parts = canonical_cached(corpus / "train.jsonl", train_sha256, dev_recs, args, "dev")
     progress(f"  canonical text for {len(train_parts) + len(dev_parts):,} records in {time.time() - t0:.0f}s")
     rng = random.Random(args.seed)
     sample = rng.sample(range(len(train_parts)), min(len(train_parts), 60000))
@@ -224,7 +232,7 @@ def main(argv=None) -> int:
 
     trained_on = {
         "corpus": str(corpus),
-        "train_sha256": file_sha256(corpus / "train.jsonl"),
+        "train_sha256": train_sha256,
         "records": n_train,
         "dev_records": n_dev,
         "seed": args.seed,
@@ -236,8 +244,7 @@ def main(argv=None) -> int:
     choice, threshold = package(net, dev_data, dev_ruled, fp32_dev, out, args, trained_on)
 
     finish(out, corpus, args.install)
-    size = sum((out / n).stat().st_size for n in ("model.onnx", "tokenizer.json", "bundle.json"))  # served
-    print(f"\nbundle {args.name}@{args.version} → {out}  ({size / 1e6:.2f} MB, {time.time() - t_start:.0f} s in all)")
+    announce(out, args, t_start)
     print(f"  trained {run['steps']:,} steps, {run['sequences']:,} sequences in {run['seconds']:.0f} s; int8 {choice}; "
           f"block threshold {threshold:.4f}")  # fmt: skip
     return 0

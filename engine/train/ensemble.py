@@ -61,7 +61,7 @@ def check_members(members: list[bundles.Bundle], train_sha256: str) -> dict:
 def main(argv=None) -> int:
     args = parse_args(argv)
     from engine.train import calibrate, weights
-    from engine.train.__main__ import canonical_cached, file_sha256, finish, package, split_dev
+    from engine.train.__main__ import announce, canonical_cached, file_sha256, finish, package, split_dev
     from engine.train.data import encode_records, progress, read_jsonl
     from engine.train.loop import predict
     from engine.train.net import Ensemble
@@ -84,7 +84,7 @@ def main(argv=None) -> int:
     train_recs, dev_recs = split_dev(records, 0.05, args.seed, args.dev_split)
     progress(f"  {len(dev_recs):,} dev requests (the members' own, held out from all of them)")
     progress("[2/6] canonical text; the members' tokenizer")
-    dev_parts = canonical_cached(corpus / "train.jsonl", dev_recs, args, "dev")
+    dev_parts = canonical_cached(corpus / "train.jsonl", train_sha256, dev_recs, args, "dev")
     (out / "tokenizer.json").write_bytes(members[0].tokenizer_path.read_bytes())
     tokenizer = Tokenizer.from_file(str(out / "tokenizer.json"))
     progress("[3/6] encoding")
@@ -103,8 +103,7 @@ def main(argv=None) -> int:
     }  # fmt: skip
     choice, threshold = package(net, dev_data, dev_ruled, fp32_dev, out, args, trained_on)
     finish(out, corpus, args.install)
-    size = sum((out / n).stat().st_size for n in ("model.onnx", "tokenizer.json", "bundle.json"))
-    print(f"\nbundle {args.name}@{args.version} → {out}  ({size / 1e6:.2f} MB, {time.time() - t_start:.0f} s in all)")
+    announce(out, args, t_start)
     print(f"  {len(net.members)} networks from {len(members)} bundles; int8 {choice}; block threshold {threshold:.4f}")
     return 0
 
