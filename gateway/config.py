@@ -318,6 +318,6 @@ def from_dict(raw: Any, env: Mapping[str, str] | None = None, overrides: Mapping
 
 
 def _env_value(var: str, value: str) -> Any:
-    if var in ENV_INTEGERS and value.strip().isdigit():
+    if var in ENV_INTEGERS and value.strip().isascii() and value.strip().isdigit():  # not "²", which isdigit() allows
         return int(value)
     return value  # left as text: the schema then names the key and the variable in its error

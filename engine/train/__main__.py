@@ -7,6 +7,8 @@
     → evaluation on corpus/test.jsonl and corpus/evasion.jsonl (never trained on), written to bundle.json
     → weights.pt: the PyTorch weights, so `clef-gateway train --from-bundle` can fine-tune the bundle
 
+`--networks 2` trains two networks one after the other (the second as `--init-seed 2` would) on one tokenizer,
+encoding and dev split, and packages them averaged in one graph: the default bundle's recipe in one command.
 `--install` copies the result over the packaged default bundle (engine/bundles/default).
 """
 
@@ -30,7 +32,7 @@ from engine.labels import FEATURES
 from engine.train import calibrate, weights
 from engine.train.data import canonical_parts, encode_records, progress, read_jsonl
 from engine.train.loop import TrainConfig, predict, set_seed, train
-from engine.train.net import ClefNet
+from engine.train.net import ClefNet, Ensemble
 from engine.train.tokenizer import train_tokenizer
 from engine.verdict import LABELS
 
@@ -148,6 +150,14 @@ def package(net, dev_data, dev_ruled, fp32_dev: dict, out: Path, args, trained_o
     return choice, threshold
 
 
+def member_seed(args, k: int) -> int | None:
+    """The --init-seed of network k of a `--networks N` run: the first is the plain command's (None: --seed's), each
+    next one the one after, so `--networks 2` trains what `--init-seed` runs of one recipe train one at a time."""
+    if k == 0:
+        return args.init_seed
+    return (args.seed if args.init_seed is None else args.init_seed) + k
+
+
 def announce(out: Path, args, t_start: float) -> None:
     """The bundle's first summary line: where it is, what it serves (model, tokenizer, manifest), how long it took."""
     size = sum((out / n).stat().st_size for n in ("model.onnx", "tokenizer.json", "bundle.json"))
@@ -164,6 +174,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--init-seed", type=int, default=None,
                     help="draw the initial weights and the batch order from this seed instead of --seed, keeping --seed's "
                          "dev split and tokenizer: a second member for `python -m engine.train.ensemble`")
+    ap.add_argument("--networks", type=int, default=1,
+                    help="train this many networks (init seeds --init-seed or --seed, then the next ones) on one tokenizer, "
+                         "encoding and dev split, and serve them averaged in one graph: what training each with --init-seed "
+                         "and joining them with `python -m engine.train.ensemble` makes, in one command")
     ap.add_argument("--epochs", type=float, default=3.0, help="passes over the training split (default 3: the default bundle's)")
     ap.add_argument("--dev-split", choices=("groups", "mixed"), default="mixed",
                     help="how the calibration split is held out: whole groups (payload templates, text sources) but "
@@ -179,7 +193,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--install", action="store_true", help="copy the bundle over engine/bundles/default")
     ap.add_argument("--finish", action="store_true", help="no training: evaluate the bundle at --out (and --install it)")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    if args.networks < 1:
+        ap.error("--networks must be 1 or more")
+    return args
 
 
 def main(argv=None) -> int:
@@ -220,13 +237,24 @@ def main(argv=None) -> int:
     dev_ruled = calibrate.rules_blocks(dev_recs)
     del records, train_recs, dev_recs, sample, texts, train_parts, dev_parts  # only the ids are needed now
 
-    progress("[4/6] training")
-    if args.init_seed is not None:
-        set_seed(args.init_seed)
-    net = ClefNet(tokenizer.get_vocab_size(), len(LABELS), len(FEATURES), d=args.dim, ffn=args.ffn)
-    progress(f"  {sum(p.numel() for p in net.parameters()):,} parameters")
-    cfg = TrainConfig(epochs=args.epochs, seed=args.seed if args.init_seed is None else args.init_seed)
-    run = train(net, train_data, cfg)
+    progress("[4/6] training" + (f" {args.networks} networks, one after the other" if args.networks > 1 else ""))
+    nets, runs = [], []
+    for k in range(args.networks):
+        init_seed = member_seed(args, k)
+        if init_seed is not None:
+            set_seed(init_seed)
+        net = ClefNet(tokenizer.get_vocab_size(), len(LABELS), len(FEATURES), d=args.dim, ffn=args.ffn)
+        if args.networks > 1:
+            progress(f"  network {k + 1} of {args.networks} (" + (f"--init-seed {init_seed})" if init_seed is not None else f"--seed {args.seed})"))
+        progress(f"  {sum(p.numel() for p in net.parameters()):,} parameters")
+        cfg = TrainConfig(epochs=args.epochs, seed=args.seed if init_seed is None else init_seed)
+        run = train(net, train_data, cfg)
+        nets.append(net)
+        runs.append({**({"init_seed": init_seed} if init_seed is not None else {}), **run})
+        if args.networks > 1:
+            alone = calibrate.figures(predict(net, dev_data)[0], dev_data.labels, 0.5)
+            progress(f"  network {k + 1}: dev fp32 at 0.5: TPR {alone['tpr']:.4f} FPR {alone['fpr']:.4f}")
+    net = nets[0] if len(nets) == 1 else Ensemble(nets).eval()
     dev_probs, _ = predict(net, dev_data)
     fp32_dev = calibrate.figures(dev_probs, dev_data.labels, 0.5)
 
@@ -236,17 +264,22 @@ def main(argv=None) -> int:
         "records": n_train,
         "dev_records": n_dev,
         "seed": args.seed,
-        **({"init_seed": args.init_seed} if args.init_seed is not None else {}),
         "dev_split": args.dev_split,
         "train_max_tokens": args.train_max_tokens,
-        **run,
     }
+    if len(runs) == 1:
+        trained_on.update(runs[0])  # one network: its init seed and run figures, as before
+    else:  # the shape engine.train.ensemble writes: one entry per network
+        trained_on["members"] = [{"trained_on": {**{k: trained_on[k] for k in ("seed", "dev_split", "train_max_tokens")}, **r}} for r in runs]
+        trained_on["seconds"] = round(sum(r["seconds"] for r in runs), 1)
     choice, threshold = package(net, dev_data, dev_ruled, fp32_dev, out, args, trained_on)
 
     finish(out, corpus, args.install)
     announce(out, args, t_start)
-    print(f"  trained {run['steps']:,} steps, {run['sequences']:,} sequences in {run['seconds']:.0f} s; int8 {choice}; "
-          f"block threshold {threshold:.4f}")  # fmt: skip
+    for k, run in enumerate(runs):
+        who = f"network {k + 1}: " if len(runs) > 1 else ""
+        print(f"  {who}trained {run['steps']:,} steps, {run['sequences']:,} sequences in {run['seconds']:.0f} s")
+    print(f"  int8 {choice}; block threshold {threshold:.4f}")
     return 0
 
 

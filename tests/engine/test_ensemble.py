@@ -117,6 +117,14 @@ def test_trained_members_become_one_bundle_and_mismatched_ones_are_refused(tmp_p
         want = torch.softmax((weights.load(a).logits(ids)[0] + weights.load(b).logits(ids)[0]) / 2, -1).numpy()
     assert np.abs(want - labels).max() < 0.1  # the int8 graph serves the members' mean
 
+    # one command, `--networks 2`, makes the same bundle as the two runs and the join
+    assert train_main([*common, "--out", str(tmp_path / "one"), "--networks", "2", "--version", "9.9.9"]) == 0
+    one = bundles.load(tmp_path / "one")
+    assert one.manifest["thresholds"] == m["thresholds"] and one.manifest["quantization"] == m["quantization"]
+    assert one.model_path.read_bytes() == e.model_path.read_bytes()
+    assert [x["trained_on"].get("init_seed") for x in one.manifest["trained_on"]["members"]] == [None, 2]
+    assert one.manifest["eval"] == m["eval"] | {k: {**m["eval"][k], "latency": one.manifest["eval"][k]["latency"]} for k in m["eval"]}
+
     assert train_main([*common, "--out", str(tmp_path / "c"), "--seed", "2"]) == 0  # another tokenizer
     assert ensemble_main(["--member", str(a.path), "--member", str(tmp_path / "c"), "--corpus", str(corpus),
                           "--out", str(tmp_path / "bad")]) == 2  # fmt: skip

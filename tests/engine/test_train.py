@@ -146,6 +146,17 @@ def test_a_rerun_with_the_same_seed_gives_the_same_weights():
     assert not all(torch.equal(a[k], c[k]) for k in a)
 
 
+def test_networks_take_the_init_seeds_their_own_runs_would():
+    from engine.train.__main__ import member_seed, parse_args
+
+    plain = parse_args(["--networks", "3"])
+    assert [member_seed(plain, k) for k in range(3)] == [None, 2, 3]  # the plain command, then --init-seed 2 and 3
+    other = parse_args(["--networks", "2", "--seed", "7", "--init-seed", "4"])
+    assert [member_seed(other, k) for k in range(2)] == [4, 5]
+    with pytest.raises(SystemExit):
+        parse_args(["--networks", "0"])
+
+
 def test_the_mixed_dev_split_leaves_no_generator_family_out_of_training():
     from engine.train.__main__ import split_dev
 

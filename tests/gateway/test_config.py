@@ -139,6 +139,13 @@ def test_bad_environment_value_names_the_variable(tmp_path):
     assert str(err.value) == "listen (from CLEF_LISTEN): must be HOST:PORT, got 'nowhere'"
 
 
+def test_a_digit_that_is_not_a_number_names_the_variable(tmp_path):
+    assert load_text(tmp_path, "", env={"CLEF_WORKERS": " 2 "}).workers == 2
+    for text in ("²", "٣", "2x"):  # str.isdigit() says yes to the first, int() reads the second
+        with pytest.raises(ConfigError, match=r"\(from CLEF_WORKERS\)"):
+            load_text(tmp_path, "", env={"CLEF_WORKERS": text})
+
+
 def test_routes_inherit_the_action_map_and_mode(tmp_path):
     c = load_text(
         tmp_path,
