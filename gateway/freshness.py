@@ -34,7 +34,7 @@ def directives(values: Iterable[str]) -> dict[str, str | None]:
 
 def seconds(value: str | None) -> float | None:
     """A delta-seconds argument; an invalid one counts as absent (max-age=abc gives no freshness)."""
-    if value is None or not value.strip().isdigit():
+    if value is None or not (value.strip().isascii() and value.strip().isdigit()):  # "²" passes isdigit()
         return None
     return float(value.strip())
 

@@ -144,6 +144,8 @@ def test_a_digit_that_is_not_a_number_names_the_variable(tmp_path):
     for text in ("²", "٣", "2x"):  # str.isdigit() says yes to the first, int() reads the second
         with pytest.raises(ConfigError, match=r"\(from CLEF_WORKERS\)"):
             load_text(tmp_path, "", env={"CLEF_WORKERS": text})
+        with pytest.raises(ConfigError, match="must be HOST:PORT"):
+            load_text(tmp_path, "", env={"CLEF_LISTEN": f"127.0.0.1:{text}"})
 
 
 def test_routes_inherit_the_action_map_and_mode(tmp_path):

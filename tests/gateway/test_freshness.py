@@ -38,6 +38,8 @@ def test_what_may_be_stored(method, status, headers, why):
         ([("Cache-Control", "max-age=60, s-maxage=600")], 600),
         ([("Cache-Control", 'max-age="30"')], 30),
         ([("Cache-Control", "max-age=abc")], 300),  # invalid: as if absent, the default applies
+        ([("Cache-Control", "max-age=\u00b2")], 300),  # a superscript two: isdigit() says yes, float() refuses
+        ([("Cache-Control", "max-age=\u0663")], 300),  # an Arabic-Indic three: not the ASCII digits RFC 9111 means
         ([("Date", DATE), ("Expires", "Sun, 29 Nov 2026 12:01:30 GMT")], 90),
         ([("Date", DATE), ("Expires", "0")], 0),  # an invalid date means already expired
         ([("Date", DATE), ("Expires", "Sun, 29 Nov 2026 11:00:00 GMT")], 0),
