@@ -1,0 +1,189 @@
+"""How far a bundle's block threshold could have landed: training's calibration, bootstrapped.
+
+    python bench/threshold_noise.py --bundle DEFAULT --corpus work/corpus [--rounds 1000] [--out bench/results/threshold-noise]
+
+Training sets the block threshold on its dev split (engine.train.calibrate.block_threshold): the lowest threshold at
+which the model adds at most 0.1 % of the dev benign requests to those the rules block anyway. With a few thousand
+dev benign requests that share is a handful of requests, so the threshold rests on a handful of scores. This
+benchmark rebuilds the bundle's own dev split (the records of `corpus/train.jsonl` that `split_dev` holds out with
+the bundle's seed and dev-split mode, so the bundle never trained on them), scores it with the bundle alone, then
+resamples the dev benign requests `--rounds` times (with replacement; by request, and by whole group) and sets the
+threshold again by the same rule each time. It prints the spread of those thresholds and, on `corpus/test.jsonl`,
+what each one would block served (the rules beside the model) and the threshold the test split itself would want.
+
+Writes threshold_noise.json and threshold_noise.png under --out. The test figures explain a calibration; they must
+never set one (the test split is held out for measuring).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.plotting import pyplot  # noqa: E402
+from engine import bundle as bundles  # noqa: E402
+from engine.eval import features_of, predict, truth  # noqa: E402
+from engine.model import Model  # noqa: E402
+from engine.train.calibrate import BLOCK, block_threshold, rules_blocks  # noqa: E402
+
+PERCENTILES = (5, 25, 50, 75, 95)
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def score(model: Model, records: list[dict]) -> dict[str, np.ndarray]:
+    """Block score (model alone), is-attack, blocked-by-the-rules and group, per record."""
+    feats = [features_of(r) for r in records]
+    _, probs, _ = predict(model, feats)
+    return {
+        "score": np.asarray(probs)[:, BLOCK].astype(np.float32),
+        "attack": np.array([truth(r, f) == "block" for r, f in zip(records, feats)], dtype=bool),
+        "ruled": rules_blocks(records),
+        "group": np.array([str(r.get("group") or i) for i, r in enumerate(records)]),
+    }
+
+
+def threshold(s: dict[str, np.ndarray], idx: np.ndarray, target_fpr: float) -> float:
+    """Training's rule on the rows `idx` of a scored set."""
+    probs = np.zeros((len(idx), 4), dtype=np.float32)
+    probs[:, BLOCK] = s["score"][idx]
+    labels = np.where(s["attack"][idx], BLOCK, (BLOCK + 1) % 4)
+    return block_threshold(probs, labels, target_fpr, s["ruled"][idx])
+
+
+def served(s: dict[str, np.ndarray], t: float) -> dict[str, float]:
+    blocked = (s["score"] >= t) | s["ruled"]
+    a = s["attack"]
+    return {"tpr": round(float(blocked[a].mean()), 5) if a.any() else None,
+            "fpr": round(float(blocked[~a].mean()), 5) if (~a).any() else None}  # fmt: skip
+
+
+def bootstrap(dev: dict[str, np.ndarray], rounds: int, target_fpr: float, by: str, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    attacks, benign = np.where(dev["attack"])[0], np.where(~dev["attack"])[0]
+    groups: dict[str, list[int]] = {}
+    for i in benign:
+        groups.setdefault(dev["group"][i], []).append(int(i))
+    members = list(groups.values())
+    out = np.empty(rounds)
+    for k in range(rounds):
+        if by == "request":
+            picked = rng.choice(benign, len(benign)) if len(benign) else benign
+        else:
+            picked = np.array([i for g in rng.integers(0, len(members), len(members)) for i in members[g]], dtype=int)
+        out[k] = threshold(dev, np.concatenate([attacks, picked]).astype(int), target_fpr)
+    return out
+
+
+def chart(result: dict, draws: dict[str, np.ndarray], test: dict[str, np.ndarray] | None, out: Path) -> Path | None:
+    plt = pyplot()
+    if plt is None:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    # 1 - threshold on a log scale: the thresholds that matter crowd just under the 0.99 ceiling
+    gap = {by: np.maximum(1 - d, 0.0099) for by, d in draws.items()}
+    widest = max(float(max(g.max() for g in gap.values())), 1 - result["dev_threshold"], 0.02)
+    bins = np.geomspace(0.0099, widest * 1.05, 50)
+    for by, g in gap.items():
+        ax.hist(g, bins=bins, alpha=0.5, label=f"dev threshold, resampled by {by}")
+    ax.axvline(1 - result["dev_threshold"], color="black", lw=1, label="the bundle's dev threshold")
+    ax.set_xscale("log")
+    ax.invert_xaxis()
+    ax.set_xlabel("1 - block threshold (log scale; stricter to the right)")
+    ax.set_ylabel("bootstrap rounds")
+    handles, labels = ax.get_legend_handles_labels()
+    if test is not None:
+        ax2 = ax.twinx()
+        ts = 1 - np.geomspace(0.0099, widest * 1.05, 200)
+        ax2.plot(1 - ts, [100 * served(test, t)["fpr"] for t in ts], color="crimson", label="served FPR on the test split")
+        ax2.set_ylabel("served benign FPR on test (%)", color="crimson")
+        h2, l2 = ax2.get_legend_handles_labels()
+        handles, labels = handles + h2, labels + l2
+    ax.legend(handles, labels, loc="upper left", fontsize=8)
+    ax.set_title(f"{result['bundle']}: where its threshold could have landed ({result['dev_benign']:,} dev benign)")
+    fig.tight_layout()
+    path = out / "threshold_noise.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bundle", default="DEFAULT", help="bundle folder (DEFAULT: the packaged default)")
+    ap.add_argument("--corpus", default="work/corpus", help="the corpus the bundle was trained on")
+    ap.add_argument("--rounds", type=int, default=1000)
+    ap.add_argument("--out", default="bench/results/threshold-noise")
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args(argv)
+    from engine.train.__main__ import split_dev
+    from engine.train.data import read_jsonl
+
+    t0 = time.time()
+    bundle = bundles.load(None if args.bundle == "DEFAULT" else args.bundle, allow_rejected=True)
+    run = bundle.manifest.get("trained_on", {})
+    target = 0.001  # training's default --target-fpr: the model's share of the dev benign requests
+    model = Model(bundle, threads=args.threads)
+    corpus = Path(args.corpus)
+    if run.get("train_sha256") and run["train_sha256"] != bundles.sha256_file(corpus / "train.jsonl"):
+        log(f"warning: {bundle.id} was trained on another train.jsonl: this dev split is not its own")
+    _, dev_recs = split_dev(list(read_jsonl(corpus / "train.jsonl")), 0.05, int(run.get("seed", 1)), run.get("dev_split", "mixed"))
+    log(f"[1/3] {bundle.id}: scoring its dev split ({len(dev_recs):,} requests) ({time.time() - t0:.0f}s)")
+    dev = score(model, dev_recs)
+    test = None
+    if (corpus / "test.jsonl").exists():
+        log(f"[2/3] scoring {corpus / 'test.jsonl'} ({time.time() - t0:.0f}s)")
+        test = score(model, [json.loads(line) for line in (corpus / "test.jsonl").open(encoding="utf-8") if line.strip()])
+    everything = np.arange(len(dev["score"]))
+    result = {
+        "bundle": bundle.id,
+        "bundle_threshold": bundle.manifest.get("thresholds", {}).get("block"),
+        "dev_threshold": threshold(dev, everything, target),
+        "dev_benign": int((~dev["attack"]).sum()),
+        "dev_benign_the_model_may_block": int(np.floor(target * (~dev["attack"]).sum())),
+        "rounds": args.rounds,
+    }
+    if test is not None:
+        result["test_at_dev_threshold"] = served(test, result["dev_threshold"])
+        result["test_threshold"] = threshold(test, np.arange(len(test["score"])), target)
+    log(f"[3/3] {args.rounds} bootstrap rounds, by request and by group ({time.time() - t0:.0f}s)")
+    draws = {by: bootstrap(dev, args.rounds, target, by) for by in ("request", "group")}
+    for by, d in draws.items():
+        q = [float(x) for x in np.percentile(d, PERCENTILES)]
+        row = {"percentiles": list(PERCENTILES), "thresholds": [round(x, 5) for x in q], "share_at_ceiling": round(float((d >= 0.99).mean()), 3)}
+        if test is not None:
+            row["test_served"] = [served(test, x) for x in q]
+        result[f"by_{by}"] = row
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "threshold_noise.json").write_text(json.dumps(result, indent=1) + "\n")
+    png = chart(result, draws, test, out)
+
+    print(f"\n{bundle.id}: dev threshold {result['dev_threshold']:.4f} from {result['dev_benign']:,} dev benign requests "
+          f"(the model may add {result['dev_benign_the_model_may_block']} of them)")  # fmt: skip
+    if test is not None:
+        at = result["test_at_dev_threshold"]
+        print(f"  test split, served at it: TPR {100 * at['tpr']:.2f} %  FPR {100 * at['fpr']:.3f} %; "
+              f"the test split's own threshold by the same rule: {result['test_threshold']:.4f}")  # fmt: skip
+    for by in draws:
+        row = result[f"by_{by}"]
+        line = "  ".join(f"p{p} {t:.4f}" for p, t in zip(PERCENTILES, row["thresholds"]))
+        print(f"  resampled by {by:7s}: {line}  (at the 0.99 ceiling: {100 * row['share_at_ceiling']:.0f} %)")
+        if test is not None:
+            print("  " + " " * 22 + "  ".join(f"FPR {100 * s['fpr']:.3f} %" for s in row["test_served"]) + "  (test, served)")
+    print(f"results: {out / 'threshold_noise.json'}" + (f", {png}" if png else "") + f"  ({time.time() - t0:.0f}s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""bench/threshold_noise.py: training's threshold rule, bootstrapped on the bundle's own dev split."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from tests.factories import labelled_record
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("bench_threshold_noise", ROOT / "bench" / "threshold_noise.py")
+noise = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(noise)
+
+
+def scored(scores, attack, ruled=None, groups=None) -> dict:
+    n = len(scores)
+    return {"score": np.array(scores, np.float32), "attack": np.array(attack, bool),
+            "ruled": np.zeros(n, bool) if ruled is None else np.array(ruled, bool),
+            "group": np.array(groups or [str(i) for i in range(n)])}  # fmt: skip
+
+
+def test_the_rule_is_trainings_and_resampling_moves_it_only_when_few_scores_decide():
+    rng = np.random.default_rng(1)
+    benign = list(rng.uniform(0, 0.6, 3000)) + [0.97, 0.975, 0.98, 0.985]  # 0.1 % of 3,004: the model may add 3
+    dev = scored(benign + [0.999] * 50, [False] * len(benign) + [True] * 50)
+    t = noise.threshold(dev, np.arange(len(benign) + 50), 0.001)
+    assert (np.array(benign) >= t).sum() == 3 and 0.97 < t <= 0.975 + 1e-6
+    ruled = scored(benign + [0.999] * 50, [False] * len(benign) + [True] * 50, ruled=[True] + [False] * (len(benign) + 49))
+    assert noise.threshold(ruled, np.arange(len(benign) + 50), 0.001) == t  # a benign request the rules block costs nothing
+    draws = noise.bootstrap(dev, 200, 0.001, "request")
+    assert draws.min() < t < draws.max()  # four high scores decide, so a resample moves it
+    assert noise.served(dev, t) == {"tpr": 1.0, "fpr": round(3 / len(benign), 5)}
+    flat = scored([0.1] * 3000 + [0.999] * 50, [False] * 3000 + [True] * 50, groups=[f"g{i % 30}" for i in range(3050)])
+    assert set(noise.bootstrap(flat, 50, 0.001, "group")) == {0.5}  # nothing high among the benign: the floor
+
+
+def test_a_run_on_the_default_model_writes_figures_and_a_chart(tmp_path):
+    rng = random.Random(3)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    rows = [labelled_record(rng, i % 3 == 0) for i in range(600)]
+    for i, r in enumerate(rows):
+        r["group"] = f"t{i}"  # every record its own group: about 5 % land in the dev split
+    (corpus / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (corpus / "test.jsonl").write_text("".join(json.dumps(labelled_record(rng, i % 3 == 0)) + "\n" for i in range(90)))
+    out = tmp_path / "out"
+    run = subprocess.run([sys.executable, str(ROOT / "bench" / "threshold_noise.py"), "--corpus", str(corpus), "--out", str(out),
+                          "--rounds", "40", "--threads", "1"], capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "another train.jsonl" in run.stderr  # not the default bundle's corpus, and it says so
+    res = json.loads((out / "threshold_noise.json").read_text())
+    assert 10 <= res["dev_benign"] <= 40 and res["rounds"] == 40
+    assert 0.5 <= res["dev_threshold"] <= 0.99 and len(res["by_request"]["thresholds"]) == 5
+    assert set(res["by_group"]["test_served"][0]) == {"tpr", "fpr"} and 0.5 <= res["test_threshold"] <= 0.99
+    assert "resampled by request" in run.stdout
+    if importlib.util.find_spec("matplotlib") is None:
+        assert not (out / "threshold_noise.png").exists()
+    else:
+        assert (out / "threshold_noise.png").stat().st_size > 1000
