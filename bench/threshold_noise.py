@@ -33,6 +33,7 @@ from engine import bundle as bundles  # noqa: E402
 from engine.eval import features_of, predict, truth  # noqa: E402
 from engine.model import Model  # noqa: E402
 from engine.train.calibrate import BLOCK, block_threshold, rules_blocks  # noqa: E402
+from engine.verdict import LABELS  # noqa: E402
 
 PERCENTILES = (5, 25, 50, 75, 95)
 
@@ -55,9 +56,9 @@ def score(model: Model, records: list[dict]) -> dict[str, np.ndarray]:
 
 def threshold(s: dict[str, np.ndarray], idx: np.ndarray, target_fpr: float) -> float:
     """Training's rule on the rows `idx` of a scored set."""
-    probs = np.zeros((len(idx), 4), dtype=np.float32)
+    probs = np.zeros((len(idx), len(LABELS)), dtype=np.float32)
     probs[:, BLOCK] = s["score"][idx]
-    labels = np.where(s["attack"][idx], BLOCK, (BLOCK + 1) % 4)
+    labels = np.where(s["attack"][idx], BLOCK, (BLOCK + 1) % len(LABELS))  # any label but block: benign
     return block_threshold(probs, labels, target_fpr, s["ruled"][idx])
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gateway.schema import Bad
+from gateway.schema import Bad, digits
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class Address:
     def parse(cls, text: str) -> "Address":
         host, sep, port = text.rpartition(":")
         host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-        if not sep or not host or not (port.isascii() and port.isdigit()) or int(port) > 65535:
+        if not sep or not host or not digits(port) or int(port) > 65535:
             raise Bad("", f"must be HOST:PORT, got {text!r}")
         return cls(host, int(port))
 

@@ -23,7 +23,7 @@ from gateway.config_limits import LimitsConfig, ShutdownConfig
 from gateway.config_redis import RedisCacheConfig
 from gateway.config_serve import AuthzConfig, check_workers
 from gateway.errors import ConfigError
-from gateway.schema import Bad, build, check, merge_actions, overlay
+from gateway.schema import Bad, build, check, digits, merge_actions, overlay
 
 if TYPE_CHECKING:
     from engine.decide import EngineSettings
@@ -318,6 +318,6 @@ def from_dict(raw: Any, env: Mapping[str, str] | None = None, overrides: Mapping
 
 
 def _env_value(var: str, value: str) -> Any:
-    if var in ENV_INTEGERS and value.strip().isascii() and value.strip().isdigit():  # not "²", which isdigit() allows
+    if var in ENV_INTEGERS and digits(value.strip()):
         return int(value)
     return value  # left as text: the schema then names the key and the variable in its error

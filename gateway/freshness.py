@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Iterable, Mapping
 
+from gateway.schema import digits
+
 Items = Iterable[tuple[str, str]]
 SERVER_ERRORS = frozenset({500, 502, 503, 504})  # the origin failed: a stale copy may stand in (RFC 5861)
 
@@ -34,7 +36,7 @@ def directives(values: Iterable[str]) -> dict[str, str | None]:
 
 def seconds(value: str | None) -> float | None:
     """A delta-seconds argument; an invalid one counts as absent (max-age=abc gives no freshness)."""
-    if value is None or not (value.strip().isascii() and value.strip().isdigit()):  # "²" passes isdigit()
+    if value is None or not digits(value.strip()):
         return None
     return float(value.strip())
 

@@ -25,6 +25,12 @@ class Bad(Exception):
         self.message = message
 
 
+def digits(text: str) -> bool:
+    """Only the ASCII digits 0-9, at least one: what a port, a worker count or an HTTP delta-seconds may hold.
+    (str.isdigit() alone also accepts "²", which int() refuses, and "٣", which int() reads as 3.)"""
+    return text.isascii() and text.isdigit()
+
+
 def check(ok: bool, key: str, message: str, value: Any) -> None:
     if not ok:
         raise Bad(key, f"{message}, got {value!r}")
