@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.plotting import pyplot  # noqa: E402
 from engine import bundle as bundles  # noqa: E402
-from engine.eval import features_of, predict, truth  # noqa: E402
+from engine.eval import features_of, predict, read_records, truth  # noqa: E402
 from engine.model import Model  # noqa: E402
 from engine.train.calibrate import BLOCK, block_threshold, rules_blocks  # noqa: E402
 from engine.verdict import LABELS  # noqa: E402
@@ -144,7 +144,7 @@ def main(argv=None) -> int:
     test = None
     if (corpus / "test.jsonl").exists():
         log(f"[2/3] scoring {corpus / 'test.jsonl'} ({time.time() - t0:.0f}s)")
-        test = score(model, [json.loads(line) for line in (corpus / "test.jsonl").open(encoding="utf-8") if line.strip()])
+        test = score(model, read_records(corpus / "test.jsonl"))
     everything = np.arange(len(dev["score"]))
     result = {
         "bundle": bundle.id,
