@@ -1,0 +1,167 @@
+"""Training step time with PyTorch held to one instruction set: does training need AVX-512?
+
+    python bench/train_step.py [--isa native,avx2] [--turns 2] [--out bench/results/train-step]
+
+Issue 3 asks for training within 60 minutes on a 2-core machine with AVX2 and nothing newer. A machine with
+AVX-512 can run PyTorch's own kernels, MKL and oneDNN as an AVX2-only CPU would: `ATEN_CPU_CAPABILITY=avx2`,
+`MKL_ENABLE_INSTRUCTIONS=AVX2` and `ONEDNN_MAX_CPU_ISA=AVX2`. This benchmark times the default network's
+training step (forward, backward, AdamW; engine.train.net.ClefNet at its default size, 2 threads) on batches of
+the shapes training makes (24,576 tokens: 384 x 64 up to 3 x 8,192), once per instruction set and turn, each in a
+fresh process, the sets in turns so that load on a shared machine falls on all of them. It prints the median step
+time per shape and the ratio to the native set, and writes train_step.json and train_step.png under --out.
+
+What it cannot tell: the clock and core of another machine. The int8 serving path (ONNX Runtime's MLAS) picks
+its kernels from the CPU itself and has no such switch, so serving speed on AVX2 is not measured here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SHAPES = [(384, 64), (96, 256), (24, 1024), (3, 8192)]  # batch x tokens: 24,576 tokens each, as training batches
+ISA_ENV = {
+    "native": {},
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
+}
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def measure(shapes: list[tuple[int, int]], repeats: int, threads: int) -> dict:
+    """In this process: median seconds per training step for each shape, and the capability PyTorch runs with."""
+    import torch
+    import torch.nn.functional as F
+
+    from engine.labels import FEATURES
+    from engine.train.net import ClefNet
+    from engine.verdict import LABELS
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    net = ClefNet(8192, len(LABELS), len(FEATURES))
+    net.train()
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-4)
+    out = {"capability": torch.backends.cpu.get_cpu_capability(), "seconds": {}}
+    for batch, length in shapes:
+        ids = torch.randint(1, 8192, (batch, length))
+        y = torch.randint(0, len(LABELS), (batch,))
+        yf = torch.randint(0, 2, (batch, len(FEATURES))).float()
+
+        def step() -> None:
+            labels, features = net.logits(ids)
+            loss = F.cross_entropy(labels, y) + F.binary_cross_entropy_with_logits(features, yf)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+
+        for _ in range(2):  # warm-up: first calls allocate and pick kernels
+            step()
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - t)
+        out["seconds"][f"{batch}x{length}"] = statistics.median(times)
+    return out
+
+
+def run_isa(isa: str, shapes: list[tuple[int, int]], repeats: int, threads: int) -> dict:
+    env = {**os.environ, **ISA_ENV[isa]}
+    arg = ",".join(f"{b}x{n}" for b, n in shapes)
+    cmd = [sys.executable, __file__, "--child", arg, "--repeats", str(repeats), "--threads", str(threads)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def summarise(runs: dict[str, list[dict]]) -> dict:
+    """Per set: capability seen, median over turns per shape, and the mean ratio to the first set."""
+    sets = list(runs)
+    out = {}
+    for isa in sets:
+        shapes = runs[isa][0]["seconds"]
+        out[isa] = {"capability": sorted({r["capability"] for r in runs[isa]}),
+                    "seconds": {s: statistics.median(r["seconds"][s] for r in runs[isa]) for s in shapes}}  # fmt: skip
+    base = out[sets[0]]["seconds"]
+    for isa in sets:
+        ratios = [out[isa]["seconds"][s] / base[s] for s in base]
+        out[isa]["ratio_to_" + sets[0]] = round(statistics.mean(ratios), 3)
+    return out
+
+
+def chart(summary: dict, path: Path) -> None:
+    from bench.plotting import pyplot
+
+    plt = pyplot()
+    if plt is None:
+        return
+    shapes = list(next(iter(summary.values()))["seconds"])
+    fig, ax = plt.subplots(figsize=(7, 4))
+    width = 0.8 / len(summary)
+    for k, (isa, s) in enumerate(summary.items()):
+        xs = [i + k * width for i in range(len(shapes))]
+        ax.bar(xs, [1000 * s["seconds"][sh] for sh in shapes], width, label=f"{isa} ({', '.join(s['capability'])})")
+    ax.set_xticks([i + width * (len(summary) - 1) / 2 for i in range(len(shapes))], shapes)
+    ax.set_xlabel("batch (sequences x tokens)")
+    ax.set_ylabel("ms per training step (median)")
+    ax.set_title("Training step of the default network by instruction set")
+    ax.legend(loc="lower center")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--isa", default="native,avx2", help=f"comma-separated, from {', '.join(ISA_ENV)}")
+    ap.add_argument("--turns", type=int, default=2, help="fresh processes per set, in turns")
+    ap.add_argument("--repeats", type=int, default=12, help="timed steps per shape in each process")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--shapes", default=",".join(f"{b}x{n}" for b, n in SHAPES))
+    ap.add_argument("--out", default="bench/results/train-step")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        shapes = [tuple(int(v) for v in s.split("x")) for s in args.child.split(",")]
+        print(json.dumps(measure(shapes, args.repeats, args.threads)))
+        return 0
+    sets = [s.strip() for s in args.isa.split(",") if s.strip()]
+    unknown = [s for s in sets if s not in ISA_ENV]
+    if unknown:
+        ap.error(f"unknown --isa {', '.join(unknown)}: choose from {', '.join(ISA_ENV)}")
+    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    runs: dict[str, list[dict]] = {s: [] for s in sets}
+    for turn in range(args.turns):
+        for isa in sets:
+            t0 = time.time()
+            runs[isa].append(run_isa(isa, shapes, args.repeats, args.threads))
+            log(f"[turn {turn + 1}/{args.turns}] {isa}: PyTorch runs {runs[isa][-1]['capability']} ({time.time() - t0:.0f} s)")
+    summary = summarise(runs)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    result = {"cpu": platform.processor() or platform.machine(), "threads": args.threads, "turns": args.turns,
+              "repeats": args.repeats, "summary": summary, "runs": runs}  # fmt: skip
+    (out / "train_step.json").write_text(json.dumps(result, indent=1) + "\n")
+    chart(summary, out / "train_step.png")
+    print(f"\n{'set':8s} {'PyTorch':10s} " + " ".join(f"{s:>10s}" for s in summary[sets[0]]["seconds"]) + "   vs " + sets[0])
+    for isa, s in summary.items():
+        cells = " ".join(f"{1000 * v:8.1f}ms" for v in s["seconds"].values())
+        print(f"{isa:8s} {','.join(s['capability']):10s} {cells}   {s['ratio_to_' + sets[0]]:.3f}x")
+    print(f"\nwrote {out / 'train_step.json'} and {out / 'train_step.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
