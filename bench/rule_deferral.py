@@ -39,17 +39,13 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def _scan(records: list[dict]) -> list[tuple[tuple[str, ...], int]]:
+def _scan(records: list[dict]) -> list[tuple[str, ...]]:
     global _rules
     from rules.engine import RuleEngine
 
     if _rules is None:
         _rules = RuleEngine.load()
-    out = []
-    for r in records:
-        res = _rules.scan(features_of(r))
-        out.append((res.rules if res.blocked else (), res.score))
-    return out
+    return [res.rules if res.blocked else () for res in (_rules.scan(features_of(r)) for r in records)]
 
 
 def scan(records: list[dict], procs: int) -> list[tuple[str, ...]]:
@@ -60,11 +56,11 @@ def scan(records: list[dict], procs: int) -> list[tuple[str, ...]]:
     else:
         with Pool(procs) as pool:
             parts = pool.map(_scan, chunks)
-    return [rules for part in parts for rules, _ in part]
+    return [rules for part in parts for rules in part]
 
 
-def noisy_counts(records: list[dict], blocked_by: list[tuple[str, ...]], attack: np.ndarray) -> Counter:
-    """Benign requests each rule blocks."""
+def noisy_counts(blocked_by: list[tuple[str, ...]], attack: np.ndarray) -> Counter:
+    """Benign requests each rule blocks (with others or alone)."""
     c: Counter = Counter()
     for rules, a in zip(blocked_by, attack):
         if not a:
@@ -153,8 +149,11 @@ def main(argv=None) -> int:
     records = list(read_jsonl(corpus / "train.jsonl", args.limit))
     train, dev = split_dev(records, 0.05, int(run.get("seed", 1)), run.get("dev_split", "mixed"))
     log(f"[1/3] rules over the {len(train):,} training requests outside {bundle.id}'s dev split ({time.time() - t0:.0f}s)")
-    counts = noisy_counts(train, scan(train, args.procs), np.array([r.get("label") == "block" for r in train]))
-    del records, train
+    train_attack = np.array([r.get("label") == "block" for r in train])
+    train_blocked_by = scan(train, args.procs)
+    counts = noisy_counts(train_blocked_by, train_attack)
+    benign_blocked = sum(1 for b, a in zip(train_blocked_by, train_attack) if b and not a)
+    del records, train, train_blocked_by
     model = Model(bundle, threads=args.threads)
     log(f"[2/3] dev split: {len(dev):,} requests, model and rules ({time.time() - t0:.0f}s)")
     splits = {"dev": measure(scored(model, dev, args.procs), threshold, counts, settings)}
@@ -162,13 +161,15 @@ def main(argv=None) -> int:
         test = list(read_jsonl(corpus / "test.jsonl"))
         log(f"[3/3] test split: {len(test):,} requests, model and rules ({time.time() - t0:.0f}s)")
         splits["test"] = measure(scored(model, test, args.procs), threshold, counts, settings)
-    result = {"bundle": bundle.id, "threshold": threshold, "benign_training_blocks": sum(1 for _ in counts.elements()),
-              "benign_blocks_by_rule": dict(counts.most_common()), "splits": splits}  # fmt: skip
+    result = {"bundle": bundle.id, "threshold": threshold, "benign_training_requests": int((~train_attack).sum()),
+              "benign_training_blocked": benign_blocked, "benign_blocks_by_rule": dict(counts.most_common()),
+              "splits": splits}  # fmt: skip
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "rule_deferral.json").write_text(json.dumps(result, indent=1) + "\n")
     chart(result, out / "rule_deferral.png")
-    print(f"\n{bundle.id} (block threshold {threshold:.4f}); rule hits on benign training requests: "
+    print(f"\n{bundle.id} (block threshold {threshold:.4f}); the rules block {benign_blocked:,} of "
+          f"{result['benign_training_requests']:,} benign training requests outside its dev split; by rule: "
           + ", ".join(f"{r} {c}" for r, c in counts.most_common(6)))  # fmt: skip
     for name, rows in splits.items():
         print(f"\n{name}: {'noisy rules':>12s} {'defer under':>12s} {'TPR':>8s} {'FP':>5s} {'FPR':>8s}  attacks lost")
