@@ -85,8 +85,8 @@ class RuleEngine:
 
     # ---- evaluation --------------------------------------------------------------------------
 
-    def _matches(self, rule: Rule, unit: Unit) -> bool:
-        return rule.operator.test(transformed(unit, chain_for(rule, unit)))
+    def _matches(self, rule: Rule, unit: Unit, large_at: float = LARGE_VALUE) -> bool:
+        return rule.operator.test(transformed(unit, chain_for(rule, unit, large_at)))
 
     def _chain_holds(self, rule: Rule, request_units: list[Unit]) -> bool:
         return all(self._condition_holds(c, request_units) for c in rule.chain)
@@ -98,12 +98,12 @@ class RuleEngine:
                     return True
         return False
 
-    def _scan_units(self, request_units: list[Unit]) -> set[int]:
+    def _scan_units(self, request_units: list[Unit], large_at: float = LARGE_VALUE) -> set[int]:
         matched: set[int] = set()
         rules = self.rules
         for unit in request_units:
             size = len(unit.value)
-            large = size > LARGE_VALUE  # its plans hold only rules that read large values, so `fits` holds for them all
+            large = size > large_at  # its plans hold only rules that read large values, so `fits` holds for them all
             for plan in self.planner.plans_for(unit.targets, large):
                 if size > plan.max_len:
                     continue
@@ -117,37 +117,49 @@ class RuleEngine:
                         if not rules[i].chain or self._chain_holds(rules[i], request_units):
                             matched.add(i)
                 for i in plan.slow:
-                    if i not in matched and (large or rules[i].accepts(unit.value)) and self._matches(rules[i], unit):
+                    if i not in matched and (large or rules[i].accepts(unit.value)) and self._matches(rules[i], unit, large_at):
                         if not rules[i].chain or self._chain_holds(rules[i], request_units):
                             matched.add(i)
         return matched
 
-    def scan(self, features: Features) -> RuleResult:
-        """The anomaly score, matching rule ids and tags; no decision. May raise on a broken input."""
-        matched = sorted(self._scan_units(units(features, self.wanted)))
+    def scan(self, features: Features, read_whole: bool = False) -> RuleResult:
+        """The anomaly score, matching rule ids and tags; no decision. May raise on a broken input.
+
+        `read_whole`: the model read every byte of the request (its verdict is not truncated). A body over
+        64 KiB is then split into fields like any other, and rules bounded to documents leave its long
+        values to the model, as they do in a smaller body; otherwise (the rules alone, or a body the model
+        saw only the head and tail of) it is one unit that every rule reading documents reads whole."""
+        matched = sorted(self._scan_units(*self._units(features, read_whole)))
         hits = [self.rules[i] for i in matched]
         tags = tuple(dict.fromkeys(t for r in hits for t in r.tags))
         label = next((r.label for r in hits if r.label), None)
         return RuleResult(sum(r.score for r in hits), tuple(r.id for r in hits), tags, self.threshold, label)
 
-    def explain(self, features: Features) -> list[tuple[str, str, str, str]]:
+    def _units(self, features: Features, read_whole: bool) -> tuple[list[Unit], float]:
+        """The request's units, and the length from which a unit is large (one cheap pass, document rules)."""
+        if read_whole:
+            return units(features, self.wanted, split_large=True), math.inf
+        return units(features, self.wanted), LARGE_VALUE
+
+    def explain(self, features: Features, read_whole: bool = False) -> list[tuple[str, str, str, str]]:
         """For each matching rule: (rule id, target, field name, the transformed value it matched).
         Slow (rule by rule); meant for tuning and for operators reading a block, not for serving."""
-        request_units = units(features, self.wanted)
+        request_units, large_at = self._units(features, read_whole)
         out = []
-        for i in sorted(self._scan_units(request_units)):
+        for i in sorted(self._scan_units(request_units, large_at)):
             rule = self.rules[i]
             for unit in request_units:
-                hit = any(t in rule.targets for t in unit.targets) and fits(rule, unit.value)
-                if hit and self._matches(rule, unit):
-                    out.append((rule.id, unit.targets[0], unit.name, transformed(unit, chain_for(rule, unit))))
+                hit = any(t in rule.targets for t in unit.targets) and fits(rule, unit.value, large_at)
+                if hit and self._matches(rule, unit, large_at):
+                    value = transformed(unit, chain_for(rule, unit, large_at))
+                    out.append((rule.id, unit.targets[0], unit.name, value))
                     break
         return out
 
-    def evaluate(self, features: Features) -> Verdict:
-        """Block at the threshold, else the routing decision. Never raises."""
+    def evaluate(self, features: Features, read_whole: bool = False) -> Verdict:
+        """Block at the threshold, else the routing decision. Never raises. `read_whole`: see scan()."""
         try:
-            result = self.scan(features)
+            result = self.scan(features, read_whole)
         except Exception:  # a rules fallback that crashes would take the gateway down with the model
             log.exception("rule scan failed; answering with the routing decision")
             result = RuleResult(0, (), (), self.threshold)
@@ -155,10 +167,11 @@ class RuleEngine:
 
     def second_look(self, verdict: Verdict, features: Features) -> Verdict:
         """The ensemble step: the rules read a request the model did not block, and their block stands;
-        otherwise the model's verdict does."""
+        otherwise the model's verdict does. Where the model read the whole request, a large body is read
+        as the fields it holds (scan(read_whole=True))."""
         if verdict.blocked:
             return verdict
-        ruled = self.evaluate(features)
+        ruled = self.evaluate(features, read_whole=not verdict.truncated)
         return ruled if ruled.blocked else verdict
 
     def verdict(self, features: Features, result: RuleResult) -> Verdict:

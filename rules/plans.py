@@ -7,9 +7,10 @@ all pattern rules of that chain, so a value is scanned once per chain whatever t
 Large values (over LARGE_VALUE characters: a big body) get a single plan: one cheap chain (percent and
 JS-escape decoding) and one case-insensitive Set with every rule that has no length bound or a document's
 (max_length >= DOCUMENT_LENGTH). A large body is many fields read as one: a rule that stops at documents
-(a script tag, /etc/passwd) still reads it, since the model sees only its head and tail. Rules bounded to
-short values cannot apply to it. A megabyte body is then read in one decoding pass and one RE2 scan
-instead of one pass per chain.
+(a script tag, /etc/passwd) still reads it, since the model may have seen only its head and tail. Rules
+bounded to short values cannot apply to it. A megabyte body is then read in one decoding pass and one RE2
+scan instead of one pass per chain. Where the model read the whole request (RuleEngine.scan's
+read_whole), nothing is large: the body is split into fields and every value meets its rules' bounds.
 
 Plans are built at load for every target tuple a request can produce (the set is finite: named headers
 only when a rule names them), so serving never compiles anything.
@@ -50,9 +51,9 @@ def reads_large(rule: Rule) -> bool:
     return rule.max_length is None or rule.max_length >= DOCUMENT_LENGTH
 
 
-def fits(rule: Rule, value: str) -> bool:
+def fits(rule: Rule, value: str, large_at: float = LARGE_VALUE) -> bool:
     """Whether a rule reads `value` at its length: its own bounds, or any length for a large value."""
-    return rule.accepts(value) or (len(value) > LARGE_VALUE and reads_large(rule))
+    return rule.accepts(value) or (len(value) > large_at and reads_large(rule))
 
 
 def transformed(unit: Unit, chain: tuple[str, ...]) -> str:
@@ -80,12 +81,8 @@ def encoded(unit: Unit, plan: Plan) -> bytes:
     return data
 
 
-def is_large(unit: Unit) -> bool:
-    return len(unit.value) > LARGE_VALUE
-
-
-def chain_for(rule: Rule, unit: Unit) -> tuple[str, ...]:
-    return LARGE_CHAIN if is_large(unit) else rule.transforms
+def chain_for(rule: Rule, unit: Unit, large_at: float = LARGE_VALUE) -> tuple[str, ...]:
+    return LARGE_CHAIN if len(unit.value) > large_at else rule.transforms
 
 
 class Planner:

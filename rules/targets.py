@@ -232,8 +232,9 @@ def _one_json_document(content_type: str) -> bool:
     return main in ("application/json", "text/json") or main.endswith("+json")
 
 
-def units(features: Features, wanted: frozenset[str]) -> list[Unit]:
-    """The request as scan units, restricted to the targets some rule selects (`wanted`)."""
+def units(features: Features, wanted: frozenset[str], split_large: bool = False) -> list[Unit]:
+    """The request as scan units, restricted to the targets some rule selects (`wanted`). `split_large`: a
+    body over LARGE_BODY is split into fields too (the model read all of it: RuleEngine.scan's read_whole)."""
     b = _Builder(wanted)
     b.add(("method",), features.method)
     b.add(("path",), features.path)
@@ -244,7 +245,7 @@ def units(features: Features, wanted: frozenset[str]) -> list[Unit]:
         b.add(("client",), features.client)
     if features.headers:
         b.add(("header_list",), "".join(k.lower() + "\n" for k, _ in features.headers))
-    if len(features.body) > LARGE_BODY:
+    if len(features.body) > LARGE_BODY and not split_large:
         _large_body(b, features)
         features = dataclasses.replace(features, body=b"")  # headers, query and cookies still split
     body_text, body_targets = "", ("body",)
