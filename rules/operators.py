@@ -1,8 +1,10 @@
 """Operators: a rule's test on one transformed value, compiled once at load.
 
 Input: the `operator:` mapping of a rule (exactly one of regex, phrases/phrases_file, equals, ip, length,
-sqli, xss; plus `negate`, and `words` for phrases). Output: an `Operator` whose `test(value)` says
-whether the value matches. Pattern operators (regex, phrases) also expose `pattern`, a re2 pattern the
+sqli, xss; plus `negate`, `unless`, and `words` for phrases). Output: an `Operator` whose `test(value)`
+says whether the value matches. `unless: <regex>` exempts values that the regex also finds (RE2 has no
+look-around): `{regex: "^\\.\\./", unless: "^\\.\\./\\w+\\.css$"}`; such an operator is tested on its own,
+outside the Set. Pattern operators (regex, phrases) also expose `pattern`, a re2 pattern the
 engine folds with the other rules of the same target into one `re2.Set`, so a value is scanned once for
 all of them.
 
@@ -22,7 +24,7 @@ import libinjection
 import re2
 
 OPERATOR_KEYS = ("regex", "phrases", "phrases_file", "equals", "ip", "length", "sqli", "xss")
-MODIFIER_KEYS = ("negate", "words", "prefix", "suffix")
+MODIFIER_KEYS = ("negate", "unless", "words", "prefix", "suffix")
 RE2_MAX_MEM = 64 << 20  # per compiled Set/regex; the DFA cache grows only as far as inputs push it
 LIBINJECTION_MAX = 16384  # libinjection's SQLi reads only the first tokens; XSS is linear but in Python-land
 
@@ -170,6 +172,20 @@ def compile_operator(spec: Any, base: Path) -> Operator:
     """`spec` is the rule's `operator:` mapping; `base` the folder phrase files are relative to."""
     if not isinstance(spec, dict):
         raise OperatorError("", "must be a mapping")
+    if "unless" not in spec:
+        return _compile(spec, base)
+    pat = spec["unless"]
+    if not isinstance(pat, str) or not pat:
+        raise OperatorError("unless", "must be a non-empty regex string")
+    if spec.get("negate"):
+        raise OperatorError("unless", "does not combine with negate")
+    exempt = compile_re2(pat, "unless")
+    op = _compile({k: v for k, v in spec.items() if k != "unless"}, base)
+    test = op.test_fn
+    return Operator(op.name, lambda s: test(s) and exempt.search(utf8(s)) is None, op.negate, None, spec)
+
+
+def _compile(spec: dict, base: Path) -> Operator:
     kind = _one_key(spec)
     negate = spec.get("negate", False)
     if not isinstance(negate, bool):

@@ -79,6 +79,7 @@ ATTACKS = [
     ("traversal", raw("GET", "/static/..%2f..%2f..%2fetc/shadow")),
     ("traversal", q("..\\..\\..\\windows\\win.ini", name="template")),
     ("traversal", q("....//....//....//etc/group", name="page")),
+    ("traversal", q("../config.js", name="theme")),  # one folder up, to a file that is no stylesheet or image
     ("ssrf", q("http://169.254.169.254/latest/meta-data/iam/", name="url")),
     ("ssrf", q("http://127.0.0.1:9200/_cat/indices", name="webhook")),
     ("ssrf", q("gopher://localhost:6379/_FLUSHALL", name="url")),
@@ -232,6 +233,7 @@ BENIGN = [
     ("helm", js({"content": DOC_HELM})),
     ("vue", form("<p>{{ message }}</p> and {{ user.name | capitalize }}")),
     ("markdown-link", form("See [the guide](../guide/install.md) and [FAQ](../../faq.md#proxy).")),
+    ("theme-one-folder-up", q("../article.css", name="theme")),
     ("email", q("john.doe+news@example.com", name="email")),
     ("percent", q("50% off, 100% cotton")),
     ("oauth", Features.build("GET", "/oauth/authorize", headers=[UA],

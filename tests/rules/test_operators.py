@@ -46,6 +46,12 @@ CASES = [
     ({"regex": "^GET$", "negate": True}, "GET", False),
     ({"equals": ["chunked"], "negate": True}, "chunked", False),
     ({"sqli": True, "negate": True}, "hello", True),
+    # unless exempts what a second regex finds in the same value
+    ({"regex": "^\\.\\./", "unless": "^\\.\\./\\w+\\.css$"}, "../config.php", True),
+    ({"regex": "^\\.\\./", "unless": "^\\.\\./\\w+\\.css$"}, "../article.css", False),
+    ({"regex": "^\\.\\./", "unless": "^\\.\\./\\w+\\.css$"}, "../article.css\x00.php", True),
+    ({"xss": True, "unless": "^<style>"}, "<style>p {}</style>", False),
+    ({"xss": True, "unless": "^<style>"}, "<script>alert(1)</script>", True),
 ]
 
 
@@ -90,6 +96,9 @@ def test_long_phrase_list_is_one_pattern(tmp_path):
         ({"phrases": ["a"], "suffix": 1}, "suffix"),
         ({"phrases": ["a"], "prefix": "("}, "phrases"),
         ({"regex": "a", "negate": "no"}, "negate"),
+        ({"regex": "a", "unless": "("}, "unless"),
+        ({"regex": "a", "unless": ""}, "unless"),
+        ({"regex": "a", "unless": "b", "negate": True}, "unless"),
     ],
 )
 def test_bad_operator(spec, key):
@@ -118,3 +127,8 @@ def test_catastrophic_pattern_runs_in_linear_time():
 def test_regex_survives_lone_surrogates():
     assert compile_operator({"regex": "x"}, HERE).test("\ud83dx") is True
     assert compile_operator({"sqli": True}, HERE).test("\ud83d' or 1=1--") is True
+
+
+def test_an_operator_with_unless_is_not_folded_into_the_set():
+    op = compile_operator({"regex": "a", "unless": "b"}, HERE)
+    assert op.pattern is None and op.test("a") and not op.test("ab")
