@@ -5,8 +5,10 @@
 Times `RuleEngine.evaluate` (the whole decision: every rule, every part, the anomaly score) on requests
 built here: a browser GET with a query, a 1 KiB JSON POST, a form POST, a 16 KiB JSON document, and JSON
 and form bodies of 64 KiB, 256 KiB and 1 MiB (prose with numbers and punctuation, the shape of a long
-post). Each is decided `--repeat` times after a warm-up; prints median, p90 and p99 per shape, writes
-results JSON and a PNG chart of median time against body size.
+post). Bodies over 64 KiB are decided twice: as the rules alone read them (one unit), and as the gateway's
+second look reads a body the model read whole (`read_whole`: split into fields). Each is decided
+`--repeat` times after a warm-up; prints median, p90 and p99 per shape, writes results JSON and a PNG
+chart of median time against body size.
 """
 
 from __future__ import annotations
@@ -37,34 +39,38 @@ def prose(n: int) -> str:
     return (PROSE * (n // len(PROSE) + 1))[:n]
 
 
-def shapes() -> list[tuple[str, int, Features]]:
-    """(name, body bytes, features) for each request shape."""
-    out = [("GET with a query", 0, Features.build("GET", "/search", "q=red+running+shoes&size=42&page=2", HEADERS))]
+def shapes() -> list[tuple[str, int, Features, bool]]:
+    """(name, body bytes, features, read_whole) for each request shape."""
+    out = [("GET with a query", 0, Features.build("GET", "/search", "q=red+running+shoes&size=42&page=2", HEADERS), False)]
     js = [("Content-Type", "application/json")]
     form = [("Content-Type", "application/x-www-form-urlencoded")]
     body = json.dumps({"name": "Siobhán O'Connor", "email": "siobhan@example.ie", "message": prose(900)})
-    out.append(("JSON POST 1 KiB", len(body), Features.build("POST", "/api/v1/messages", "", HEADERS + js, body)))
+    out.append(("JSON POST 1 KiB", len(body), Features.build("POST", "/api/v1/messages", "", HEADERS + js, body), False))
     body = "name=Jo+O%27Brien&email=jo%40example.com&subject=Order+4411&message=" + prose(700).replace(" ", "+")
-    out.append(("form POST 1 KiB", len(body), Features.build("POST", "/contact", "", HEADERS + form, body)))
+    out.append(("form POST 1 KiB", len(body), Features.build("POST", "/contact", "", HEADERS + form, body), False))
     for size in (16 << 10, 64 << 10, 256 << 10, 1 << 20):
         label = f"{size >> 10} KiB" if size < 1 << 20 else "1 MiB"
         body = json.dumps({"title": "Notes", "items": [{"id": i, "text": prose(500)} for i in range(size // 530)]})
-        out.append((f"JSON body {label}", len(body), Features.build("POST", "/api/v1/docs", "", HEADERS + js, body)))
+        bodies = [("JSON", Features.build("POST", "/api/v1/docs", "", HEADERS + js, body))]
         if size >= 64 << 10:
             body = "title=Notes&content=" + prose(size).replace(" ", "+")
-            out.append((f"form body {label}", len(body), Features.build("POST", "/cms/save", "", HEADERS + form, body)))
+            bodies.append(("form", Features.build("POST", "/cms/save", "", HEADERS + form, body)))
+        for kind, f in bodies:
+            out.append((f"{kind} body {label}", len(f.body), f, False))
+            if len(f.body) > 64 << 10:
+                out.append((f"{kind} body {label}, read whole", len(f.body), f, True))
     return out
 
 
-def timed(engine: RuleEngine, build, repeat: int) -> list[float]:
+def timed(engine: RuleEngine, build, repeat: int, read_whole: bool = False) -> list[float]:
     """Milliseconds per decision, each on a freshly built Features (no cached canonical text or decoding)."""
     for _ in range(3):
-        engine.evaluate(build())
+        engine.evaluate(build(), read_whole)
     out = []
     for _ in range(repeat):
         f = build()
         t = time.perf_counter()
-        engine.evaluate(f)
+        engine.evaluate(f, read_whole)
         out.append((time.perf_counter() - t) * 1000)
     return out
 
@@ -80,20 +86,20 @@ def main(argv=None) -> int:
     print(f"ruleset {engine.model}: loaded in {(time.perf_counter() - t) * 1000:.0f} ms; {os.cpu_count()} cores, shared",
           file=sys.stderr)  # fmt: skip
     rows = []
-    print(f"{'request':<22} {'body bytes':>11} {'median ms':>10} {'p90 ms':>8} {'p99 ms':>8}  decision")
-    for name, size, f in shapes():
+    print(f"{'request':<34} {'body bytes':>11} {'median ms':>10} {'p90 ms':>8} {'p99 ms':>8}  decision")
+    for name, size, f, whole in shapes():
         repeat = args.repeat if size <= 64 << 10 else max(20, args.repeat // 10)
 
         def build(f=f):
             return Features.build(f.method, f.path, f.query, f.headers, f.body)
 
-        times = sorted(timed(engine, build, repeat))
+        times = sorted(timed(engine, build, repeat, whole))
         q = lambda p: times[min(len(times) - 1, int(p * len(times)))]  # noqa: E731
-        verdict = engine.evaluate(build())
-        row = {"request": name, "body_bytes": size, "median_ms": round(statistics.median(times), 3),
+        verdict = engine.evaluate(build(), whole)
+        row = {"request": name, "body_bytes": size, "read_whole": whole, "median_ms": round(statistics.median(times), 3),
                "p90_ms": round(q(0.90), 3), "p99_ms": round(q(0.99), 3), "n": len(times), "decision": verdict.label}  # fmt: skip
         rows.append(row)
-        print(f"{name:<22} {size:>11,} {row['median_ms']:>10.3f} {row['p90_ms']:>8.3f} {row['p99_ms']:>8.3f}  {verdict.label}",
+        print(f"{name:<34} {size:>11,} {row['median_ms']:>10.3f} {row['p90_ms']:>8.3f} {row['p99_ms']:>8.3f}  {verdict.label}",
               flush=True)  # fmt: skip
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -109,9 +115,14 @@ def chart(rows: list[dict], path: Path) -> None:
         return
     fig, ax = plt.subplots(figsize=(7, 4))
     for kind, marker in (("JSON", "o"), ("form", "s")):
-        pts = [(r["body_bytes"], r["median_ms"]) for r in rows if r["request"].startswith(kind) and r["body_bytes"]]
-        if pts:
-            ax.plot(*zip(*pts), marker=marker, label=f"{kind} body (median)")
+        sized = [r for r in rows if r["request"].startswith(kind) and r["body_bytes"]]
+        alone = [r for r in sized if not r["read_whole"]]
+        # the second look splits only bodies over 64 KiB: below that both lines are one
+        whole = [r for r in sized if r["read_whole"] or (r["body_bytes"] <= 64 << 10)]
+        for line, style, label in ((alone, "-", "rules alone"), (whole, "--", "second look, read whole")):
+            if any(r["read_whole"] for r in line) or line is alone:
+                pts = [(r["body_bytes"], r["median_ms"]) for r in line]
+                ax.plot(*zip(*pts), marker=marker, linestyle=style, label=f"{kind} body, {label} (median)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("body bytes")
