@@ -122,9 +122,9 @@ async def test_the_rules_read_a_large_body_off_the_event_loop(clock):
     seen: list[str] = []
     evaluate = d.rules.evaluate
 
-    def spy(features):
+    def spy(features, read_whole=False):
         seen.append(threading.current_thread().name)
-        return evaluate(features)
+        return evaluate(features, read_whole)
 
     d.rules.evaluate = spy
     doc = json.dumps({"items": [{"note": f"line {i} of the export, with words"} for i in range(2000)]})
