@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from typing import Any
+from urllib.parse import quote_plus
 
 from aiohttp import web
 from aiohttp.test_utils import TestClient, make_mocked_request
@@ -326,3 +327,12 @@ def labelled_record(rng: random.Random, attack: bool) -> dict:
     lab, tags = label(Features.build(method, path, query, headers), [cls] if attack else None)
     return {"method": method, "path": path, "query": query, "headers": headers, "body": "", "label": lab,
             "attack_class": cls, "features": list(tags), "group": f"g{rng.randint(0, 40)}"}  # fmt: skip
+
+
+def cms_page_save(extra: str = "") -> Features:
+    """An 84 KB CMS page save: a guide to server-side includes in one long field, many plain fields, and
+    `extra` appended as one more form field."""
+    guide = 'Server-side includes run commands: <!--#exec cmd="ls" --> prints a listing. ' + "More words about directives. " * 150
+    pad = "&".join(f"f{i}=" + quote_plus("plain words of a page " * 30) for i in range(120))
+    body = "title=SSI+guide&body=" + quote_plus(guide) + "&" + pad + extra
+    return Features.build("POST", "/cms/save", body=body, headers={"Content-Type": "application/x-www-form-urlencoded", "User-Agent": "t"})

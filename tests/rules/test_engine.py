@@ -9,6 +9,7 @@ from engine.features import Features
 from engine.verdict import Source
 from rules.engine import RuleEngine, confidence
 from rules.targets import PER_KIND
+from tests.factories import cms_page_save
 
 RULESET = """
 name: unit
@@ -244,28 +245,17 @@ def test_large_bodies_are_scanned_whole(ctype, benign, attack):
     assert engine.evaluate(good).label != "block", engine.explain(good)
 
 
-def _cms_save(extra: str = "") -> Features:
-    """An 84 KB CMS page save: a guide to server-side includes in one long field, many plain fields, and
-    `extra` appended as one more form field."""
-    from urllib.parse import quote_plus
-
-    guide = 'Server-side includes run commands: <!--#exec cmd="ls" --> prints a listing. ' + "More words about directives. " * 150
-    pad = "&".join(f"f{i}=" + quote_plus("plain words of a page " * 30) for i in range(120))
-    body = "title=SSI+guide&body=" + quote_plus(guide) + "&" + pad + extra
-    return Features.build("POST", "/cms/save", body=body, headers={"Content-Type": "application/x-www-form-urlencoded", "User-Agent": "t"})
-
-
 def test_a_large_body_the_model_read_whole_is_read_as_its_fields():
     """Over 64 KiB a body is one unit that every rule reading documents reads, because the model may have
     seen only its head and tail. Where the model read all of it (read_whole), the body is split as a smaller
     one is: the SSI example in a long article is left to the model, a short injected field is read by the
     rules bounded to short values."""
     engine = RuleEngine.load()
-    page = _cms_save()
+    page = cms_page_save()
     assert len(page.body) > 65536
     assert engine.scan(page).rules == ("ssi-exec",)
     assert engine.scan(page, read_whole=True).rules == ()
-    stacked = _cms_save("&q=%27%3B+DROP+TABLE+users%3B+--")
+    stacked = cms_page_save("&q=%27%3B+DROP+TABLE+users%3B+--")
     assert engine.scan(stacked).rules == ("ssi-exec",)
     assert {"sqli-libinjection", "sqli-stacked"} <= set(engine.scan(stacked, read_whole=True).rules)
     assert [rid for rid, *_ in engine.explain(stacked, read_whole=True)] == list(engine.scan(stacked, read_whole=True).rules)
@@ -277,4 +267,4 @@ def test_second_look_reads_a_large_body_whole_only_where_the_model_did_not(trunc
 
     engine = RuleEngine.load()
     model = Verdict("origin", 0.9, source=Source.MODEL, model="m@1", truncated=truncated)
-    assert engine.second_look(model, _cms_save()).blocked is blocked
+    assert engine.second_look(model, cms_page_save()).blocked is blocked

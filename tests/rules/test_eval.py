@@ -7,6 +7,7 @@ import pytest
 
 from rules import eval as rules_eval
 from rules.embed import from_payload, from_text
+from tests.factories import cms_page_save
 
 
 def write_jsonl(path, records):
@@ -92,3 +93,35 @@ def test_from_text():
     assert from_text("a b&c", "form").body == b"title=note&comment=a+b%26c"
     assert json.loads(from_text("x", "json").body)["content"] == "x"
     assert from_text("a b", "query").query == "q=a+b"
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_against_counts_the_decisions_another_ruleset_makes_differently(tmp_path, capsys, workers):
+    old = tmp_path / "old.yaml"
+    old.write_text("rules:\n  - {id: alpha, targets: [args], operator: {regex: alpha}}\n")
+    new = tmp_path / "new.yaml"
+    new.write_text("version: '2'\nrules:\n  - {id: alpha, targets: [args], operator: {regex: alpha}}\n"
+                   "  - {id: beta, targets: [args], operator: {regex: beta}, tags: [sqli]}\n")
+    records = [
+        {"method": "GET", "path": "/", "query": "q=alpha", "label": "block", "attack_class": "sqli"},  # both block
+        {"method": "GET", "path": "/", "query": "q=beta", "label": "block", "attack_class": "sqli"},  # only the new one
+        {"method": "GET", "path": "/", "query": "q=beta+blocker", "label": "benign"},  # a false positive it adds
+        {"method": "GET", "path": "/", "query": "q=gamma", "label": "block", "attack_class": "xss"},  # neither
+    ]
+    data = write_jsonl(tmp_path / "r.jsonl", records)
+    out = run_json(capsys, "--data", data, "--rules", str(new), "--against", str(old), "--workers", str(workers))
+    assert out["against"]["changed"] == {"benign: now blocked": 1, "sqli: now blocked": 1}
+    assert out["rules"].endswith("@2") and (out["tpr"], out["fpr"]) == (0.6667, 1.0)
+    assert rules_eval.main(["--data", data, "--rules", str(old), "--against", str(new), "--show-changed", "5"]) == 0
+    text = capsys.readouterr().out
+    assert text.count("CHANGED") == 2 and "benign: now passed 1, sqli: now passed 1" in text
+
+
+def test_read_whole_decides_as_the_second_look_does(tmp_path, capsys):
+    """A large page save quoting an SSI directive in a long field: blocked by the rules alone, passed by the second
+    look at a request the model read whole (the field is a document, left to the model)."""
+    page = cms_page_save()
+    record = {"method": "POST", "path": page.path, "headers": [list(h) for h in page.headers], "body": page.body.decode(), "label": "benign"}
+    data = write_jsonl(tmp_path / "big.jsonl", [record])
+    assert run_json(capsys, "--data", data)["fpr"] == 1.0
+    assert run_json(capsys, "--data", data, "--read-whole")["fpr"] == 0.0
