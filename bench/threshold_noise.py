@@ -45,11 +45,11 @@ def log(msg: str) -> None:
 def score(model: Model, records: list[dict]) -> dict[str, np.ndarray]:
     """Block score (model alone), is-attack, blocked-by-the-rules and group, per record."""
     feats = [features_of(r) for r in records]
-    _, probs, _ = predict(model, feats)
+    verdicts, probs, _ = predict(model, feats)
     return {
         "score": np.asarray(probs)[:, BLOCK].astype(np.float32),
         "attack": np.array([truth(r, f) == "block" for r, f in zip(records, feats)], dtype=bool),
-        "ruled": rules_blocks(records),
+        "ruled": rules_blocks(records, [v.truncated for v in verdicts]),  # as the gateway's second look reads them
         "group": np.array([str(r.get("group") or i) for i, r in enumerate(records)]),
     }
 

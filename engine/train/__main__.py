@@ -234,7 +234,7 @@ def main(argv=None) -> int:
     dev_data = encode_records(dev_recs, tokenizer, args.max_tokens, args.threads, progress, dev_parts)
     n_train, n_dev = len(train_recs), len(dev_recs)
     progress("  rules on the dev split (the model serves beside them)")
-    dev_ruled = calibrate.rules_blocks(dev_recs)
+    dev_ruled = calibrate.rules_blocks(dev_recs, dev_data.cut)
     del records, train_recs, dev_recs, sample, texts, train_parts, dev_parts  # only the ids are needed now
 
     progress("[4/6] training" + (f" {args.networks} networks, one after the other" if args.networks > 1 else ""))

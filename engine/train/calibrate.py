@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -80,13 +80,20 @@ def choose(measured: dict[str, dict], fp32: dict) -> str:
     return fastest
 
 
-def rules_blocks(records: list[dict]) -> np.ndarray:
-    """Which records the default rules block: the model serves beside them (engine.decide's ensemble)."""
+def rules_blocks(records: list[dict], cut: Sequence[bool] | None = None) -> np.ndarray:
+    """Which records the default rules block: the model serves beside them (engine.decide's ensemble).
+    `cut[i]`: record i did not fit the model's token budget. Where it did, the rules read it as their second
+    look at a verdict that is not truncated does (a body over 64 KiB as its fields: RuleEngine.scan); without
+    `cut`, as the rules decide alone."""
     from engine.train.data import record_features
     from rules.engine import RuleEngine
 
     rules = RuleEngine.load()
-    return np.array([rules.evaluate(record_features(r)).blocked for r in records], dtype=bool)
+    out = []
+    for i, r in enumerate(records):
+        f = record_features(r)
+        out.append(rules.evaluate(f, read_whole=cut is not None and not cut[i] and not f.truncated).blocked)
+    return np.array(out, dtype=bool)
 
 
 def block_threshold(probs: np.ndarray, labels: np.ndarray, target_fpr: float, ruled: np.ndarray | None = None) -> float:

@@ -52,6 +52,7 @@ class Encoded:
     features: np.ndarray  # float32 [n, len(FEATURES)]
     groups: list[str]
     soft: np.ndarray | None = None  # float32 [n, labels]: label distributions to learn instead (fine-tuning)
+    cut: np.ndarray | None = None  # bool [n]: the request did not fit the token budget (the model saw head and tail)
 
 
 def targets(records: list[dict]) -> tuple[np.ndarray, np.ndarray]:
@@ -72,15 +73,19 @@ def encode_records(records: list[dict], tokenizer, max_tokens: int, workers: int
         log(f"  canonical text for {len(records):,} records in {time.time() - t0:.0f}s")
     t0 = time.time()
     ids: list[np.ndarray] = []
+    cut: list[bool] = []
     for start in range(0, len(parts), 8192):  # in chunks: Encoding objects are large, keep only the ids
         chunk = parts[start : start + 8192]
         heads = tokenizer.encode_batch([h for h, _ in chunk], add_special_tokens=False)
         bodies = tokenizer.encode_batch([b for _, b in chunk], add_special_tokens=False)
-        ids.extend(np.asarray(fit(h.ids, b.ids, max_tokens)[0], dtype=np.int32) for h, b in zip(heads, bodies))
+        for h, b in zip(heads, bodies):
+            fitted, was_cut = fit(h.ids, b.ids, max_tokens)
+            ids.append(np.asarray(fitted, dtype=np.int32))
+            cut.append(was_cut)
         del heads, bodies
     log(f"  tokenised in {time.time() - t0:.0f}s")
     labels, feats = targets(records)
-    return Encoded(ids, labels, feats, [r.get("group", "") for r in records])
+    return Encoded(ids, labels, feats, [r.get("group", "") for r in records], cut=np.array(cut, dtype=bool))
 
 
 def batches(lengths: list[int], max_tokens_per_batch: int, window: int, rng: random.Random, max_batch: int = 256):

@@ -89,7 +89,7 @@ def main(argv=None) -> int:
     tokenizer = Tokenizer.from_file(str(out / "tokenizer.json"))
     progress("[3/6] encoding")
     dev_data = encode_records(dev_recs, tokenizer, args.max_tokens, args.threads, progress, dev_parts)
-    dev_ruled = calibrate.rules_blocks(dev_recs)
+    dev_ruled = calibrate.rules_blocks(dev_recs, dev_data.cut)
     n_train, n_dev = len(train_recs), len(dev_recs)
     del records, train_recs, dev_parts
     progress("[4/6] no training: the members' weights, averaged in one graph")

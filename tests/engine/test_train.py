@@ -233,3 +233,22 @@ def test_the_threshold_is_set_again_on_the_settled_scores():
     assert 0.975 < threshold < 0.976
     assert settled[0, BLOCK] == np.float32(0.975) and sorted(asked) == [0, 5]  # only the rows near 0.985
     assert threshold == block_threshold(settled, labels, 0.0)
+
+
+def test_calibration_reads_the_rules_as_the_second_look_does():
+    """Training counts the rules' own blocks of dev requests as the gateway serves them: a large page save the
+    model reads whole is read as its fields (no block), one it saw only the head and tail of is read whole."""
+    from engine.train.calibrate import rules_blocks
+    from engine.train.data import encode_records
+    from tests.factories import cms_page_save
+
+    page = cms_page_save()
+    rec = {"method": "POST", "path": page.path, "query": "", "headers": [list(h) for h in page.headers],
+           "body": page.body.decode(), "label": "origin", "attack_class": None}  # fmt: skip
+    assert rules_blocks([rec]).tolist() == [True]  # as the rules decide alone
+    assert rules_blocks([rec, rec], [False, True]).tolist() == [False, True]
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(bundles.load().tokenizer_path))
+    assert encode_records([rec], tokenizer, 65536, log=lambda m: None).cut.tolist() == [False]
+    assert encode_records([rec], tokenizer, 4096, log=lambda m: None).cut.tolist() == [True]
