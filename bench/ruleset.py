@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 from bench.plotting import pyplot  # noqa: E402
 from engine.features import Features  # noqa: E402
 from rules import RuleEngine  # noqa: E402
+from rules.targets import LARGE_BODY  # noqa: E402
 
 HEADERS = [("Host", "shop.example.com"), ("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"),
            ("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"), ("Accept-Language", "en-GB,en;q=0.7"),
@@ -57,7 +58,7 @@ def shapes() -> list[tuple[str, int, Features, bool]]:
             bodies.append(("form", Features.build("POST", "/cms/save", "", HEADERS + form, body)))
         for kind, f in bodies:
             out.append((f"{kind} body {label}", len(f.body), f, False))
-            if len(f.body) > 64 << 10:
+            if len(f.body) > LARGE_BODY:
                 out.append((f"{kind} body {label}, read whole", len(f.body), f, True))
     return out
 
@@ -116,13 +117,12 @@ def chart(rows: list[dict], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 4))
     for kind, marker in (("JSON", "o"), ("form", "s")):
         sized = [r for r in rows if r["request"].startswith(kind) and r["body_bytes"]]
-        alone = [r for r in sized if not r["read_whole"]]
-        # the second look splits only bodies over 64 KiB: below that both lines are one
-        whole = [r for r in sized if r["read_whole"] or (r["body_bytes"] <= 64 << 10)]
-        for line, style, label in ((alone, "-", "rules alone"), (whole, "--", "second look, read whole")):
-            if any(r["read_whole"] for r in line) or line is alone:
-                pts = [(r["body_bytes"], r["median_ms"]) for r in line]
-                ax.plot(*zip(*pts), marker=marker, linestyle=style, label=f"{kind} body, {label} (median)")
+        lines = [("rules alone", "-", [r for r in sized if not r["read_whole"]])]
+        if any(r["read_whole"] for r in sized):  # the second look splits only large bodies: below, both lines are one
+            lines.append(("second look, read whole", "--", [r for r in sized if r["read_whole"] or r["body_bytes"] <= LARGE_BODY]))
+        for label, style, line in lines:
+            pts = [(r["body_bytes"], r["median_ms"]) for r in line]
+            ax.plot(*zip(*pts), marker=marker, linestyle=style, label=f"{kind} body, {label} (median)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("body bytes")

@@ -136,7 +136,8 @@ class RuleEngine:
         return RuleResult(sum(r.score for r in hits), tuple(r.id for r in hits), tags, self.threshold, label)
 
     def _units(self, features: Features, read_whole: bool) -> tuple[list[Unit], float]:
-        """The request's units, and the length from which a unit is large (one cheap pass, document rules)."""
+        """The request's units, and the length above which a unit is large (read in one cheap pass, by the
+        rules that read documents only): none is large where the model read the whole request."""
         if read_whole:
             return units(features, self.wanted, split_large=True), math.inf
         return units(features, self.wanted), LARGE_VALUE

@@ -104,10 +104,12 @@ def _decide(item: tuple[Features, bool]) -> tuple[bool, bool | None, float, tupl
     return blocked, before, seconds, engine.scan(features, whole).rules if wanted else ()
 
 
-def _decisions(items: list, args: argparse.Namespace) -> Iterator[tuple[bool, bool | None, float, tuple[str, ...]]]:
+def _decisions(items: list, args: argparse.Namespace, engine: RuleEngine,
+               against: RuleEngine | None) -> Iterator[tuple[bool, bool | None, float, tuple[str, ...]]]:  # fmt: skip
+    global _ENGINES
     work = ((f, attack) for f, attack, *_ in items)
     if args.workers <= 1:
-        _load(args.rules, args.against, args.read_whole)
+        _ENGINES = (engine, against, args.read_whole)  # this process's engines; workers load their own
         yield from map(_decide, work)
         return
     with multiprocessing.Pool(args.workers, _load, (args.rules, args.against, args.read_whole)) as pool:
@@ -116,13 +118,14 @@ def _decisions(items: list, args: argparse.Namespace) -> Iterator[tuple[bool, bo
 
 def run(args: argparse.Namespace) -> dict:
     engine = RuleEngine.load(args.rules)  # in this process too: loads fail here first, and _show explains with it
+    against = RuleEngine.load(args.against) if args.against else None
     items = _limited(samples(args), args)
     per_class: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # class → [seen, blocked]
     times: list[float] = []
     fired: Counter = Counter()
     changed: Counter = Counter()
     shown = {"fn": 0, "fp": 0, "changed": 0}
-    for n, ((features, attack, cls, desc), (blocked, before, seconds, rules)) in enumerate(zip(items, _decisions(items, args)), 1):
+    for n, ((features, attack, cls, desc), (blocked, before, seconds, rules)) in enumerate(zip(items, _decisions(items, args, engine, against)), 1):
         times.append(seconds)
         per_class[cls][0] += 1
         per_class[cls][1] += blocked
@@ -138,8 +141,8 @@ def run(args: argparse.Namespace) -> dict:
             print(f"\r{n}/{len(items)} records", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
     out = _report(per_class, times, fired)
-    if args.against:
-        out["against"] = {"rules": RuleEngine.load(args.against).model,
+    if against is not None:
+        out["against"] = {"rules": against.model,
                           "changed": {f"{c}: now {how}": k for (c, how), k in sorted(changed.items())}}  # fmt: skip
     out["rules"] = engine.model
     return out
