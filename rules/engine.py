@@ -33,7 +33,7 @@ from engine.features import Features
 from engine.labels import ATTACK_FEATURES, route_label
 from engine.verdict import Source, Verdict
 from rules.overrides import Override, parse_overrides
-from rules.plans import LARGE_VALUE, Planner, chain_for, encoded, fits, transformed
+from rules.plans import LARGE_VALUE, Planner, chain_for, encoded, fits, read_length, transformed
 from rules.schema import Condition, Rule, RuleError, Ruleset, load_ruleset
 from rules.targets import Unit, units
 
@@ -93,7 +93,7 @@ class RuleEngine:
 
     def _condition_holds(self, cond: Condition, request_units: list[Unit]) -> bool:
         for unit in request_units:
-            if any(t in cond.targets for t in unit.targets) and cond.accepts(unit.value):
+            if any(t in cond.targets for t in unit.targets) and cond.accepts(read_length(unit)):
                 if cond.operator.test(transformed(unit, cond.transforms)):
                     return True
         return False
@@ -105,7 +105,7 @@ class RuleEngine:
             size = len(unit.value)
             large = size > large_at  # its plans hold only rules that read large values, so `fits` holds for them all
             for plan in self.planner.plans_for(unit.targets, large):
-                if size > plan.max_len:
+                if size > plan.max_len and read_length(unit) > plan.max_len:
                     continue
                 candidates: list[int] = []
                 if plan.set is not None:
@@ -113,11 +113,11 @@ class RuleEngine:
                     if hits:
                         candidates = [plan.set_rules[h] for h in hits]
                 for i in candidates:
-                    if i not in matched and (large or rules[i].accepts(unit.value)):
+                    if i not in matched and (large or rules[i].accepts(read_length(unit))):
                         if not rules[i].chain or self._chain_holds(rules[i], request_units):
                             matched.add(i)
                 for i in plan.slow:
-                    if i not in matched and (large or rules[i].accepts(unit.value)) and self._matches(rules[i], unit, large_at):
+                    if i not in matched and (large or rules[i].accepts(read_length(unit))) and self._matches(rules[i], unit, large_at):
                         if not rules[i].chain or self._chain_holds(rules[i], request_units):
                             matched.add(i)
         return matched
@@ -150,7 +150,7 @@ class RuleEngine:
         for i in sorted(self._scan_units(request_units, large_at)):
             rule = self.rules[i]
             for unit in request_units:
-                hit = any(t in rule.targets for t in unit.targets) and fits(rule, unit.value, large_at)
+                hit = any(t in rule.targets for t in unit.targets) and fits(rule, unit, large_at)
                 if hit and self._matches(rule, unit, large_at):
                     value = transformed(unit, chain_for(rule, unit, large_at))
                     out.append((rule.id, unit.targets[0], unit.name, value))

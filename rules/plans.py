@@ -19,6 +19,7 @@ only when a rule names them), so serving never compiles anything.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -51,9 +52,29 @@ def reads_large(rule: Rule) -> bool:
     return rule.max_length is None or rule.max_length >= DOCUMENT_LENGTH
 
 
-def fits(rule: Rule, value: str, large_at: float = LARGE_VALUE) -> bool:
-    """Whether a rule reads `value` at its length: its own bounds, or any length for a large value."""
-    return rule.accepts(value) or (len(value) > large_at and reads_large(rule))
+READ_CHAIN = ("decode", "nfkc")  # a prefix of the usual chains, so its memo is shared with them
+_LENGTH = ("length",)  # the unit-cache key of read_length (no transform has that name)
+_ESCAPES = re.compile(r"[%&\\]")
+
+
+def read_length(unit: Unit) -> int:
+    """The length that min_length and max_length bound: the value's characters once decoded (percent, `+`,
+    HTML entities, JS escapes, NFKC), that is what it says, not how it was written. A raw length would let
+    encoding stretch a payload past a short-value rule: a fullwidth `／` is nine characters percent-encoded,
+    `%252e` five for one dot. A plain ASCII value without escape characters is its own length."""
+    n = unit.cache.get(_LENGTH)
+    if n is None:
+        v = unit.value
+        n = unit.cache[_LENGTH] = len(v) if v.isascii() and not _ESCAPES.search(v) else len(transformed(unit, READ_CHAIN))
+    return n
+
+
+def fits(rule: Rule, unit: Unit, large_at: float = LARGE_VALUE) -> bool:
+    """Whether a rule reads the unit at its length: its own bounds, or any length for a large value (the
+    plans of a large unit hold only rules that read documents)."""
+    if len(unit.value) > large_at:
+        return reads_large(rule)
+    return rule.accepts(read_length(unit))
 
 
 def transformed(unit: Unit, chain: tuple[str, ...]) -> str:

@@ -13,7 +13,8 @@ Input: a YAML document
         operator: {sqli: true}  # regex | phrases | phrases_file | equals | ip | length | sqli | xss; negate
         severity: critical      # critical 5, error 4, warning 3, notice 2 (CRS); or score: <int>
         tags: [sqli]            # from engine.labels.FEATURES
-        min_length: 0           # optional bounds on the raw value's length (before transforms)
+        min_length: 0           # optional bounds on the value's length as decoded (percent, `+`, entities,
+                                #   escapes, NFKC: what it says, not how it was written; rules/plans.read_length)
         max_length: 4096
         label: origin           # optional: a decision for a request this rule matches, below the threshold
         chain: [...]            # optional: more {targets, transforms, operator, min/max_length}, all must match
@@ -55,8 +56,8 @@ class Condition:
     min_length: int = 0
     max_length: int | None = None
 
-    def accepts(self, raw: str) -> bool:
-        n = len(raw)
+    def accepts(self, n: int) -> bool:
+        """Whether a value of `n` characters (rules.plans.read_length) is within the bounds."""
         return n >= self.min_length and (self.max_length is None or n <= self.max_length)
 
 

@@ -139,6 +139,10 @@ ATTACKS = [
     ("xss", hdr("Cookie", "prefs=" + base64.b64encode(b"\"><svg onload=alert(3)>").decode())),
     ("traversal", q("\uff05\uff12\uff45\uff05\uff12\uff45\uff05\uff12\uff46" * 3 + "etc\uff05\uff12\uff46passwd", name="file")),
     ("open_redirect", q("//evil\u3002example", name="next")),
+    # written in fullwidth and percent-encoded, nine characters a character as sent: still short values as read
+    ("rce", q("".join(chr(ord(c) + 0xFEE0) if c != " " else "\u3000" for c in "| netsh firewall set opmode disable"), name="host")),
+    ("traversal", q("".join(chr(ord(c) + 0xFEE0) for c in "/private/etc/httpd/httpd.conf.default"), name="file")),
+    ("sqli", q("".join(chr(ord(c) + 0xFEE0) if c != " " else "\u3000" for c in "1' and 6510=(select count(*) from sysusers as sys1,sysusers as sys2)--"), name="id")),
     ("sqli", q("1'/**/wh/**/ere/**/6406=6406;sel/**/ect/**/count(*)/**/fr/**/om/**/users--", name="id")),
     ("deserialization", form("".join(chr(ord(c) + 0xFEE0) for c in base64.b64encode(b'O:8:"stdClass":1:{s:1:"a";s:1:"b";}').decode()), name="state")),
     ("open_redirect", q("/redirect?to=//evil.example&next=//evil.example", name="return")),

@@ -70,6 +70,37 @@ def test_scoring_and_decision(engine, features, score, rules, label):
     assert verdict.model == "rules:unit@7"
 
 
+BOUNDED = """
+name: bounded
+version: "1"
+rules:
+  - {id: short, targets: [args], transforms: [decode, nfkc, lowercase], operator: {regex: "gamma"}, max_length: 10, tags: [ssti]}
+  - {id: long, targets: [args], transforms: [decode, nfkc, lowercase], operator: {regex: "gamma"}, min_length: 11, tags: [ssti]}
+"""
+
+
+@pytest.mark.parametrize(
+    "query,short",
+    [
+        ("q=gamma", True),
+        ("q=%67%61%6d%6d%61", True),  # 15 characters as sent, 5 as read
+        ("q=%25%36%37amma", True),  # double percent-encoding
+        ("q=%EF%BD%87%EF%BD%81%EF%BD%8D%EF%BD%8D%EF%BD%81", True),  # fullwidth, percent-encoded: 45 as sent
+        ("q=%26%23103%3Bamma", True),  # an HTML entity
+        ("q=gamma-and-more", False),  # 15 characters as read
+        ("q=gamma%20and%20more", False),  # 15 as read
+        ("q=gamma+and+more", False),
+    ],
+)
+def test_length_bounds_read_the_value_as_decoded(tmp_path, query, short):
+    """min_length and max_length bound what a value says, not how it was written: encoding a payload
+    cannot stretch it past a rule for short values, nor shrink it below one for long values."""
+    path = tmp_path / "bounded.yaml"
+    path.write_text(BOUNDED)
+    result = RuleEngine.load(path).scan(get(query, **{"User-Agent": "t"}))
+    assert result.rules == (("short",) if short else ("long",))
+
+
 def test_block_carries_attack_and_routing_tags(engine):
     f = Features.build("POST", "/api", query="q=alpha&r=beta", headers={"User-Agent": "t", "Cookie": "a=b"})
     verdict = engine.evaluate(f)
