@@ -113,9 +113,10 @@ def deep_json(ctx: Ctx, payload: str):
     return session.dress(rng, d, ctx.pools.tokens)
 
 
-def generate(rng: Rng, pools, test_attacks: dict[str, list[dict]], total: int) -> Iterator[dict]:
+def generate(rng: Rng, pools, test_attacks: dict[str, list[dict]], total: int, split: str = "test") -> Iterator[dict]:
     """About `total` evasion records from the test payloads, spread over classes by the square root of
-    their size (thin classes still get a fair share)."""
+    their size (thin classes still get a fair share). `split`: whose page variants carry them (the evasion
+    set: the test split's; bench/dev_evasions.py rewrites dev payloads in the training split's)."""
     usable = {c: [r for r in recs if applicable(r)] for c, recs in sorted(test_attacks.items())}
     usable = {c: r for c, r in usable.items() if r}
     weight = {c: len(r) ** 0.5 for c, r in usable.items()}
@@ -124,7 +125,7 @@ def generate(rng: Rng, pools, test_attacks: dict[str, list[dict]], total: int) -
         n = max(1, round(total * weight[cls] / norm))
         for i in range(n):
             rec = recs[i % len(recs)]
-            ctx = Ctx(rng.child(), pools, "test")
+            ctx = Ctx(rng.child(), pools, split)
             how = ctx.rng.pick(applicable(rec))
             d, where = evade(ctx, rec, how)
             yield from_draft(d, cls, source=rec["source"], group=rec["group"], gen=f"evasion/{how}/{where}", split="evasion")
