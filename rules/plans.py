@@ -61,11 +61,14 @@ def read_length(unit: Unit) -> int:
     """The length that min_length and max_length bound: the value's characters once decoded (percent, `+`,
     HTML entities, JS escapes, NFKC), that is what it says, not how it was written. A raw length would let
     encoding stretch a payload past a short-value rule: a fullwidth `／` is nine characters percent-encoded,
-    `%252e` five for one dot. A plain ASCII value without escape characters is its own length."""
+    `%252e` five for one dot. A plain ASCII value without escape characters is its own length, and so is a
+    large one (over LARGE_VALUE: only rules that read documents read it, and a chain condition on a megabyte
+    body must not decode it to learn that it is long)."""
     n = unit.cache.get(_LENGTH)
     if n is None:
         v = unit.value
-        n = unit.cache[_LENGTH] = len(v) if v.isascii() and not _ESCAPES.search(v) else len(transformed(unit, READ_CHAIN))
+        plain = len(v) > LARGE_VALUE or (v.isascii() and not _ESCAPES.search(v))
+        n = unit.cache[_LENGTH] = len(v) if plain else len(transformed(unit, READ_CHAIN))
     return n
 
 

@@ -101,6 +101,16 @@ def test_length_bounds_read_the_value_as_decoded(tmp_path, query, short):
     assert result.rules == (("short",) if short else ("long",))
 
 
+def test_read_length_decodes_only_what_needs_it():
+    from rules.plans import LARGE_VALUE, READ_CHAIN, read_length
+    from rules.targets import Unit
+
+    plain, encoded, big = Unit(("args",), "plain words 123"), Unit(("args",), "%EF%BC%8F" * 4), Unit(("args",), "%41" * LARGE_VALUE)
+    assert read_length(plain) == 15 and READ_CHAIN not in plain.cache  # nothing to decode: no transform computed
+    assert read_length(encoded) == 4 and encoded.cache[READ_CHAIN] == "////"  # the memo the usual chains start from
+    assert read_length(big) == 3 * LARGE_VALUE and READ_CHAIN not in big.cache  # a large value is not decoded for it
+
+
 def test_block_carries_attack_and_routing_tags(engine):
     f = Features.build("POST", "/api", query="q=alpha&r=beta", headers={"User-Agent": "t", "Cookie": "a=b"})
     verdict = engine.evaluate(f)
