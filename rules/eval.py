@@ -13,6 +13,9 @@ Output (stdout): per-class TPR, overall TPR, FPR, median/p99 evaluation time; a 
 `--against OLD.yaml` also decides every record with another ruleset and counts the decisions that changed,
 by label and class (what a change to the rules costs and gains: `git show REV:rules/default.yaml >
 rules/old.yaml` puts an earlier version beside its phrase files); `--show-changed N` prints them.
+`--decisions FILE` writes one line per record (index, class, blocked); `--against-decisions FILE` counts, as
+`--against` does, the decisions that differ from such a file written earlier on the same input, by another
+version of the code: what a change to the engine, not to the rules, costs and gains.
 `--workers N` decides in N processes (a training split of 316,000 requests takes about 5 minutes on 2, twice that
 with --against).
 `--read-whole` decides as the gateway's second look does where the model read the whole request (a body over
@@ -91,23 +94,23 @@ def _load(rules: str | None, against: str | None, read_whole: bool = False) -> N
     _ENGINES = (RuleEngine.load(rules), RuleEngine.load(against) if against else None, read_whole)
 
 
-def _decide(item: tuple[Features, bool]) -> tuple[bool, bool | None, float, tuple[str, ...]]:
-    """(blocked, blocked by the --against ruleset or None, seconds, the rules behind a block that is a false
-    positive or a changed decision)."""
-    features, attack = item
+def _decide(item: tuple[Features, bool, bool | None]) -> tuple[bool, bool | None, float, tuple[str, ...]]:
+    """(blocked, blocked by the --against ruleset, or as --against-decisions recorded, or None; seconds; the
+    rules behind a block that is a false positive or a changed decision)."""
+    features, attack, recorded = item
     engine, against, whole = _ENGINES
     t0 = time.perf_counter()
     blocked = engine.evaluate(features, whole).label == "block"
     seconds = time.perf_counter() - t0
-    before = against.evaluate(features, whole).label == "block" if against is not None else None
+    before = against.evaluate(features, whole).label == "block" if against is not None else recorded
     wanted = blocked and (not attack or (before is not None and not before))
     return blocked, before, seconds, engine.scan(features, whole).rules if wanted else ()
 
 
-def _decisions(items: list, args: argparse.Namespace, engine: RuleEngine,
-               against: RuleEngine | None) -> Iterator[tuple[bool, bool | None, float, tuple[str, ...]]]:  # fmt: skip
+def _decisions(items: list, args: argparse.Namespace, engine: RuleEngine, against: RuleEngine | None,
+               recorded: list[bool] | None) -> Iterator[tuple[bool, bool | None, float, tuple[str, ...]]]:  # fmt: skip
     global _ENGINES
-    work = ((f, attack) for f, attack, *_ in items)
+    work = ((f, attack, recorded[i] if recorded else None) for i, (f, attack, *_) in enumerate(items))
     if args.workers <= 1:
         _ENGINES = (engine, against, args.read_whole)  # this process's engines; workers load their own
         yield from map(_decide, work)
@@ -120,12 +123,17 @@ def run(args: argparse.Namespace) -> dict:
     engine = RuleEngine.load(args.rules)  # in this process too: loads fail here first, and _show explains with it
     against = RuleEngine.load(args.against) if args.against else None
     items = _limited(samples(args), args)
+    recorded = _recorded(args.against_decisions, items) if args.against_decisions else None
+    sink = open(args.decisions, "w", encoding="utf-8") if args.decisions else None
     per_class: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # class → [seen, blocked]
     times: list[float] = []
     fired: Counter = Counter()
     changed: Counter = Counter()
     shown = {"fn": 0, "fp": 0, "changed": 0}
-    for n, ((features, attack, cls, desc), (blocked, before, seconds, rules)) in enumerate(zip(items, _decisions(items, args, engine, against)), 1):
+    decided = _decisions(items, args, engine, against, recorded)
+    for n, ((features, attack, cls, desc), (blocked, before, seconds, rules)) in enumerate(zip(items, decided), 1):
+        if sink is not None:
+            sink.write(json.dumps([n - 1, cls, blocked]) + "\n")
         times.append(seconds)
         per_class[cls][0] += 1
         per_class[cls][1] += blocked
@@ -140,12 +148,22 @@ def run(args: argparse.Namespace) -> dict:
         if n % 2000 == 0 or n == len(items):
             print(f"\r{n}/{len(items)} records", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
+    if sink is not None:
+        sink.close()
     out = _report(per_class, times, fired)
-    if against is not None:
-        out["against"] = {"rules": against.model,
+    if against is not None or recorded is not None:
+        out["against"] = {"rules": against.model if against is not None else f"decisions in {args.against_decisions}",
                           "changed": {f"{c}: now {how}": k for (c, how), k in sorted(changed.items())}}  # fmt: skip
     out["rules"] = engine.model
     return out
+
+
+def _recorded(path: str, items: list) -> list[bool]:
+    """The `blocked` column of a --decisions file, checked against this input record by record."""
+    rows = [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()]
+    if len(rows) != len(items) or any(r[0] != i or r[1] != item[2] for i, (r, item) in enumerate(zip(rows, items))):
+        raise SystemExit(f"{path}: written for another input ({len(rows)} decisions for {len(items)} records, or in another order)")
+    return [bool(r[2]) for r in rows]
 
 
 def _show(args, engine, shown, features, attack, blocked, desc) -> None:
@@ -206,8 +224,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shuffle", type=int, default=None, metavar="SEED", help="shuffle before --limit")
     p.add_argument("--show-fn", type=int, default=0, metavar="N", help="print N missed attacks")
     p.add_argument("--show-fp", type=int, default=0, metavar="N", help="print N false positives")
-    p.add_argument("--against", default=None, metavar="YAML", help="another ruleset: count the decisions that differ")
-    p.add_argument("--show-changed", type=int, default=0, metavar="N", help="with --against: print N changed decisions")
+    before = p.add_mutually_exclusive_group()
+    before.add_argument("--against", default=None, metavar="YAML", help="another ruleset: count the decisions that differ")
+    before.add_argument("--against-decisions", default=None, metavar="FILE",
+                        help="a --decisions file of an earlier run on the same input: count the decisions that differ")
+    p.add_argument("--show-changed", type=int, default=0, metavar="N", help="with --against or --against-decisions: print N changed decisions")
+    p.add_argument("--decisions", default=None, metavar="FILE", help="write each record's decision (index, class, blocked) to FILE")
     p.add_argument("--workers", type=int, default=1, metavar="N", help="decide in N processes")
     p.add_argument("--read-whole", action="store_true", help="as the second look reads a request the model read whole")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")

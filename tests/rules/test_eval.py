@@ -117,6 +117,35 @@ def test_against_counts_the_decisions_another_ruleset_makes_differently(tmp_path
     assert text.count("CHANGED") == 2 and "benign: now passed 1, sqli: now passed 1" in text
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_against_decisions_compares_with_a_run_of_other_code(tmp_path, capsys, workers):
+    """An engine change cannot be measured with --against (one engine decides both rulesets): one run writes
+    its decisions, a later one (here: another ruleset standing for other code) counts what differs."""
+    old = tmp_path / "old.yaml"
+    old.write_text("rules:\n  - {id: alpha, targets: [args], operator: {regex: alpha}}\n")
+    new = tmp_path / "new.yaml"
+    new.write_text("rules:\n  - {id: alpha, targets: [args], operator: {regex: alpha}}\n"
+                   "  - {id: beta, targets: [args], operator: {regex: beta}, tags: [sqli]}\n")
+    records = [
+        {"method": "GET", "path": "/", "query": "q=alpha", "label": "block", "attack_class": "sqli"},
+        {"method": "GET", "path": "/", "query": "q=beta", "label": "block", "attack_class": "sqli"},
+        {"method": "GET", "path": "/", "query": "q=beta+blocker", "label": "benign"},
+        {"method": "GET", "path": "/", "query": "q=gamma", "label": "block", "attack_class": "xss"},
+    ]
+    data = write_jsonl(tmp_path / "r.jsonl", records)
+    earlier = tmp_path / "old-decisions.jsonl"
+    run_json(capsys, "--data", data, "--rules", str(old), "--decisions", str(earlier))
+    assert [json.loads(line) for line in earlier.read_text().splitlines()] == [
+        [0, "sqli", True], [1, "sqli", False], [2, "benign", False], [3, "xss", False]]  # fmt: skip
+    out = run_json(capsys, "--data", data, "--rules", str(new), "--against-decisions", str(earlier), "--workers", str(workers))
+    assert out["against"]["changed"] == {"benign: now blocked": 1, "sqli: now blocked": 1}
+    assert rules_eval.main(["--data", data, "--rules", str(new), "--against-decisions", str(earlier), "--show-changed", "5"]) == 0
+    text = capsys.readouterr().out
+    assert text.count("CHANGED") == 2 and "CHANGED benign now blocked beta" in text  # the rules behind each
+    with pytest.raises(SystemExit, match="another input"):
+        rules_eval.main(["--data", data, "--limit", "3", "--against-decisions", str(earlier)])
+
+
 def test_read_whole_decides_as_the_second_look_does(tmp_path, capsys):
     """A large page save quoting an SSI directive in a long field: blocked by the rules alone, passed by the second
     look at a request the model read whole (the field is a document, left to the model)."""
