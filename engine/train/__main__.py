@@ -122,7 +122,7 @@ def package(net, dev_data, dev_ruled, fp32_dev: dict, out: Path, args, trained_o
     calibrate the block threshold on the dev split beside the rules, and write model.onnx, weights.pt and
     bundle.json to `out` (tokenizer.json is already there). Training and `engine.train.ensemble` both end here."""
     progress("[5/6] export and int8 quantisation")
-    choice, measured = calibrate.int8(net, dev_data, fp32_dev, out / "model.onnx", args.seed)
+    choice, measured = calibrate.int8(net, dev_data, fp32_dev, out / "model.onnx", args.seed, form=args.int8)
     alone = calibrate.alone_scorer(out / "model.onnx", dev_data, net.window)
     threshold, dev_scores = calibrate.settled_threshold(measured[choice]["probs"], dev_data.labels, args.target_fpr, dev_ruled, alone)
     union = calibrate.figures(dev_scores, dev_data.labels, threshold, dev_ruled)
@@ -191,6 +191,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--max-tokens", type=int, default=65536, help="the bundle's serving token budget")
     ap.add_argument("--target-fpr", type=float, default=0.001, help="benign FPR the block threshold is calibrated to")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--int8", choices=("auto", "dynamic", "static"), default="auto",
+                    help="int8 format: the one measured better on the dev split (auto, the default; it reads timings), or this one")
     ap.add_argument("--install", action="store_true", help="copy the bundle over engine/bundles/default")
     ap.add_argument("--finish", action="store_true", help="no training: evaluate the bundle at --out (and --install it)")
     args = ap.parse_args(argv)

@@ -146,9 +146,10 @@ def threshold_allowing(scores: np.ndarray, allowed: int) -> float:
 
 
 def int8(net, dev: Encoded, fp32_dev: dict, dest: Path, seed: int,
-         log: Callable[[str], None] = progress) -> tuple[str, dict[str, dict]]:  # fmt: skip
+         log: Callable[[str], None] = progress, form: str = "auto") -> tuple[str, dict[str, dict]]:  # fmt: skip
     """Export `net` (a ClefNet), quantise it dynamically and statically (activations calibrated on up to 256
-    dev sequences), measure both on `dev`, and copy the one `choose` keeps to `dest`. (choice, measured)."""
+    dev sequences), measure both on `dev`, and copy the one `choose` keeps to `dest`, or the `form` asked for
+    (the choice reads timings, which a loaded machine can tip). (choice, measured)."""
     from engine.train.export import export_onnx, quantize_dynamic, quantize_static
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -164,6 +165,6 @@ def int8(net, dev: Encoded, fp32_dev: dict, dest: Path, seed: int,
         for k, m in measured.items():
             log(f"  {k}: dev balanced accuracy {100 * m['figures']['balanced_accuracy']:.2f} %  "
                 f"p50 {m['p50_ms']:.3f} ms at {m['tokens']} tokens")  # fmt: skip
-        choice = choose(measured, fp32_dev)
+        choice = choose(measured, fp32_dev) if form == "auto" else form
         shutil.copyfile(candidates[choice], dest)
     return choice, measured
