@@ -7,10 +7,16 @@ query and form values still percent-encoded, JSON leaves as parsed. Decoding is 
 Kinds: method, path, query (one per argument), header (every header, in order), cookie, form
 (urlencoded or multipart text part), upload (multipart file part: name is "field;filename;type"),
 json (one per leaf: name is the dotted path), body (any other body, as text).
+
+Bodies are read as UTF-8, with Latin-1 for bytes that are not, except where the application reads them another
+way: a declared charset that does not keep ASCII as ASCII (UTF-16, UTF-32, UTF-7, EBCDIC), or UTF-16/32 shown by
+a byte-order mark or JSON's zero-byte pattern (declared_text).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -41,6 +47,69 @@ def _latin1_fallback(err: UnicodeDecodeError) -> tuple[str, int]:
 import codecs  # noqa: E402  (registered once, before any decode)
 
 codecs.register_error("latin1fallback", _latin1_fallback)
+
+
+# every ASCII character that injection syntax is made of: a charset that encodes these as themselves reads right
+# byte by byte (UTF-8, Latin-1, windows-1252, Shift_JIS ...), whatever it does above 0x7f
+_ASCII_PROBE = "azAZ09 \t\n<>'\"=&;:/?()[]{}$%`|\\!#*+,-.@^_~"
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF16_LE, "utf-16"),
+         (codecs.BOM_UTF16_BE, "utf-16"))  # fmt: skip  (UTF-32 LE first: its mark starts with UTF-16 LE's)
+
+
+@functools.lru_cache(maxsize=256)
+def foreign_codec(charset: str) -> str | None:
+    """The codec of a declared charset in which ASCII is not ASCII (UTF-16, UTF-32, UTF-7, the EBCDIC code pages):
+    read byte by byte, a body in it says nothing (every other byte of UTF-16 is zero) or noise, while the
+    application that honours the charset reads the payload. None for an ASCII-compatible or unknown charset."""
+    try:
+        name = codecs.lookup(charset.strip().strip("'\"").lower()).name
+        same = _ASCII_PROBE.encode(name) == _ASCII_PROBE.encode("ascii")
+    except (LookupError, UnicodeError, TypeError, ValueError):  # unknown, or not a text encoding (rot13, zlib)
+        return None
+    return None if same else name
+
+
+def _sniffed_codec(body: bytes, json_like: bool) -> str | None:
+    """UTF-16 or UTF-32 shown by a byte-order mark, or, for JSON, by where the zero bytes of its first two
+    ASCII characters fall (RFC 4627, section 3: what JSON parsers detect on their own)."""
+    for bom, codec in _BOMS:
+        if body.startswith(bom):
+            return codec
+    if json_like and len(body) >= 4:
+        z = tuple(b == 0 for b in body[:4])
+        return {(True, True, True, False): "utf-32-be", (True, False, True, False): "utf-16-be",
+                (False, True, True, True): "utf-32-le", (False, True, False, True): "utf-16-le"}.get(z)  # fmt: skip
+    return None
+
+
+def declared_codec(features: Features) -> str | None:
+    """The codec an application reads the body with where that is not byte by byte: the foreign charset its
+    Content-Type declares, or the UTF-16/32 it is sniffed as. None for every other body (read as UTF-8, with
+    Latin-1 for bytes that are not). Multipart parts are read as they are."""
+    body = features.body
+    if not body:
+        return None
+    ctype, opts = _content_type(features)
+    if ctype.startswith("multipart/"):
+        return None
+    codec = foreign_codec(opts["charset"]) if opts.get("charset") else None
+    return codec or _sniffed_codec(body, "json" in ctype or not ctype)
+
+
+def declared_text(features: Features) -> str | None:
+    """The body decoded with declared_codec, or None where it has none."""
+    codec = declared_codec(features)
+    return features.body.decode(codec, "replace") if codec else None
+
+
+def body_text(features: Features, limit: int | None = None) -> str:
+    """The body (its first `limit` bytes) as text: declared_text, the printable strings of a binary body, or
+    the bytes as UTF-8 with Latin-1 for the rest."""
+    body = features.body if limit is None else features.body[:limit]
+    text = declared_text(features if limit is None else dataclasses.replace(features, body=body))
+    if text is not None:
+        return text
+    return printable_strings(body, limit=1 << 14) if is_binary(body) else text_of(body)
 
 
 def is_binary(data: bytes) -> bool:
@@ -171,9 +240,11 @@ def body_fields(features: Features) -> list[Field]:
         parts = _multipart(body, opts.get("boundary", ""))
         if parts is not None:
             return parts
-    if is_binary(body):
-        return [Field("body", "binary", printable_strings(body))]
-    text = text_of(body)
+    text = declared_text(features)
+    if text is None:
+        if is_binary(body):
+            return [Field("body", "binary", printable_strings(body))]
+        text = text_of(body)
     if ctype == "application/x-www-form-urlencoded" or (not ctype and _looks_like_form(text)):
         return [Field("form", n, v if v is not None else "") for n, v in split_pairs(text)][:MAX_FIELDS]
     if "json" in ctype or (not ctype and text.lstrip()[:1] in ("{", "[")):

@@ -24,7 +24,7 @@ from typing import Any, Iterable
 
 from engine.canonical import normalize
 from engine.features import Features
-from engine.fields import _content_type, _looks_like_form, is_binary, split_pairs, text_of
+from engine.fields import _content_type, _looks_like_form, declared_codec, is_binary, split_pairs, text_of
 
 PLACEHOLDER = "redacted-0000000000000000"  # 25 characters holding a digit: the canonical text masks it [ID]
 MASKED = "[ID]"
@@ -97,23 +97,26 @@ def _pairs(text: str, names: frozenset[str], plus: bool) -> str:
 
 def _body(features: Features, names: frozenset[str]) -> bytes:
     body = features.body
-    lower = body.lower()
-    if not any(n.encode() in lower for n in names) and not any(e in body for e in (b"%", b"\\", b"&#")):
-        return body  # no field of that name can be in it, even encoded (the usual case: a few scans in C)
+    codec = declared_codec(features)  # UTF-16, EBCDIC ...: the names are not there as bytes, but they are there
+    if codec is None:
+        lower = body.lower()
+        if not any(n.encode() in lower for n in names) and not any(e in body for e in (b"%", b"\\", b"&#")):
+            return body  # no field of that name can be in it, even encoded (the usual case: a few scans in C)
     ctype, opts = _content_type(features)
     if ctype.startswith("multipart/"):
         return _multipart(body, opts.get("boundary", ""), names)
-    if is_binary(body):
+    if codec is None and is_binary(body):
         return body
-    text = text_of(body)
+    text = body.decode(codec, "replace") if codec else text_of(body)
+    encode = (lambda t: t.encode(codec, "replace")) if codec else (lambda t: t.encode("utf-8", "surrogatepass"))
     if ctype == "application/x-www-form-urlencoded" or (not ctype and _looks_like_form(text)):
-        return _pairs(text, names, plus=True).encode("utf-8", "surrogatepass")
+        return encode(_pairs(text, names, plus=True))
     if "json" in ctype or (not ctype and text.lstrip()[:1] in ("{", "[")):
         try:
             doc = json.loads(text)
         except (ValueError, RecursionError):
             return body
-        return json.dumps(_json(doc, False, names)).encode("utf-8", "surrogatepass")
+        return encode(json.dumps(_json(doc, False, names)))
     return body
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from engine.canonical import QUIET_HEADERS, QUIET_PREFIXES, _b64_text
 from engine.features import Features
-from engine.fields import Field, is_binary, printable_strings, request_fields, text_of
+from engine.fields import Field, body_text, request_fields
 from rules.transforms import base64_decode, nfkc
 
 # target name → what it selects
@@ -218,8 +218,7 @@ def _field(b: _Builder, f: Field) -> None:
 
 
 def _large_body(b: _Builder, features: Features) -> None:
-    body = features.body[:MAX_BODY_CHARS]
-    text = printable_strings(body, limit=1 << 14) if is_binary(body) else text_of(body)
+    text = body_text(features, MAX_BODY_CHARS)
     ctype = features.header("content-type").lower()
     kind = next((k for k in ("multipart", "form", "json") if k in ctype), "")
     b.add(LARGE_BODY_TARGETS[kind], text, "*")
@@ -248,10 +247,10 @@ def units(features: Features, wanted: frozenset[str], split_large: bool = False)
     if len(features.body) > LARGE_BODY and not split_large:
         _large_body(b, features)
         features = dataclasses.replace(features, body=b"")  # headers, query and cookies still split
-    body_text, body_targets = "", ("body",)
+    text, body_targets = "", ("body",)
     for f in request_fields(features):
         if f.kind == "body":
-            body_text = f.value  # unparsed text, or the printable strings of a binary body
+            text = f.value  # unparsed text, or the printable strings of a binary body
             if f.name != "binary" and _one_json_document(features.header("content-type")):
                 # declared JSON that does not parse ({"user": {"$gt": undefined}}): a lenient parser may still
                 # read it, so argument rules read it whole, as they read a large body
@@ -259,5 +258,5 @@ def units(features: Features, wanted: frozenset[str], split_large: bool = False)
         elif f.kind not in ("method", "path"):
             _field(b, f)
     if features.body and not wanted.isdisjoint(body_targets):
-        b.add(body_targets, body_text or text_of(features.body[:MAX_BODY_CHARS]))
+        b.add(body_targets, text or body_text(features, MAX_BODY_CHARS))
     return b.finish()

@@ -94,6 +94,48 @@ def test_json_form_and_multipart_bodies():
     assert m.canonical.body.split("\n") == ["f title = hello", "u f;s.php;image/png = <?php system($_get['c']); ?>"]
 
 
+SQLI_JSON = {"name": "x", "q": "1' union select password from users--"}
+
+
+@pytest.mark.parametrize(
+    "ctype,body",
+    [
+        ("application/json; charset=utf-16", json.dumps(SQLI_JSON).encode("utf-16")),  # declared (with its mark)
+        ("application/json; charset=UTF-16BE", json.dumps(SQLI_JSON).encode("utf-16-be")),
+        ("application/json", json.dumps(SQLI_JSON).encode("utf-16-le")),  # no mark, no charset: RFC 4627's zero bytes
+        ("application/json", json.dumps(SQLI_JSON).encode("utf-32")),  # the byte-order mark
+        ("", json.dumps(SQLI_JSON).encode("utf-32-be")),
+        ('application/json; charset="ibm037"', json.dumps(SQLI_JSON).encode("cp037")),  # EBCDIC
+        ("application/x-www-form-urlencoded; charset=cp500", "name=x&q=1' union select password from users--".encode("cp500")),
+    ],
+)
+def test_a_body_in_a_foreign_charset_is_read_as_its_application_reads_it(ctype, body):
+    """Read byte by byte, UTF-16 is every other byte zero (a binary body: no printable run) and EBCDIC is noise,
+    so neither the model nor the rules would see the payload that the application decodes."""
+    f = Features.build("POST", "/api/search", headers={"Content-Type": ctype} if ctype else {}, body=body)
+    fields = {(x.kind, x.name): x.value for x in request_fields(f)}
+    assert fields.get(("json", "q"), fields.get(("form", "q"))) == "1' union select password from users--"
+    assert "union select password" in f.canonical.body
+
+
+@pytest.mark.parametrize(
+    "ctype,body",
+    [
+        ("application/json; charset=iso-8859-1", json.dumps({"q": "caf\u00e9"}).encode()),  # ASCII-compatible: as before
+        ("application/json; charset=rot13", json.dumps({"q": "x"}).encode()),  # not a text encoding
+        ("application/json; charset=no-such-charset", json.dumps({"q": "x"}).encode()),
+        ("text/plain", "plain words".encode()),
+    ],
+)
+def test_other_charsets_read_as_before(ctype, body):
+    from engine.fields import body_fields, declared_text, foreign_codec
+
+    f = Features.build("POST", "/api", headers={"Content-Type": ctype}, body=body)
+    assert declared_text(f) is None and body_fields(f)
+    assert foreign_codec("windows-1252") is None and foreign_codec("shift_jis") is None and foreign_codec("utf-8") is None
+    assert foreign_codec("UTF-16") == "utf-16" and foreign_codec("ibm037") == "cp037" and foreign_codec("utf-7") == "utf-7"
+
+
 def test_binary_body_keeps_its_printable_strings():
     body = b"\x89PNG\r\n\x1a\n\x00\x00\x00" + bytes(range(256)) * 4 + b"<script>alert(1)</script>" + b"\x00" * 10
     f = Features.build("POST", "/img", headers={"content-type": "image/png"}, body=body)

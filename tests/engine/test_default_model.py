@@ -29,7 +29,7 @@ def model() -> Model:
     return m
 
 
-def decide(model: Model, method: str, target: str, body: str = "", ctype: str = "") -> str:
+def decide(model: Model, method: str, target: str, body: str | bytes = "", ctype: str = "") -> str:
     path, _, query = target.partition("?")
     headers = [("Host", "shop.example.com"), ("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0")]
     if ctype:
@@ -78,3 +78,24 @@ HOSTILE = [
 @pytest.mark.parametrize("method,target", HOSTILE)
 def test_plain_attacks_are_blocked(model, method, target):
     assert decide(model, method, target) == "block"
+
+
+SQLI = {"name": "x", "q": "1' union select password from users--"}
+PROSE = {"name": "Siobhán O'Connor", "comment": "Where is my order? I selected express delivery."}
+
+
+@pytest.mark.parametrize(
+    "body,ctype",
+    [
+        (json.dumps(SQLI).encode("utf-16"), "application/json; charset=utf-16"),
+        (json.dumps(SQLI).encode("utf-16-le"), "application/json"),
+        (json.dumps(SQLI).encode("cp037"), "application/json; charset=ibm037"),
+    ],
+)
+def test_an_attack_in_a_foreign_charset_is_blocked(model, body, ctype):
+    assert decide(model, "POST", "/api/search", body, ctype) == "block"
+
+
+def test_prose_in_utf16_passes(model):
+    body = json.dumps(PROSE, ensure_ascii=False).encode("utf-16")
+    assert decide(model, "POST", "/api/v1/comments", body, "application/json; charset=utf-16") != "block"

@@ -34,6 +34,22 @@ async def test_log4shell_header_is_blocked(make_gateway, upstream):
     assert resp.status == 403 and upstream.seen == []
 
 
+async def test_a_body_in_utf16_is_read_as_the_application_reads_it(make_gateway, upstream):
+    """UTF-16 JSON (declared here; many parsers also detect it unasked) is noise byte by byte: the gateway reads it
+    decoded, blocks the attack in it, and forwards a benign one unchanged."""
+    import hashlib
+    import json
+
+    gw = await make_gateway()
+    ctype = {"Content-Type": "application/json; charset=utf-16", "User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0"}
+    attack = json.dumps({"q": "1' union select password from users--"}).encode("utf-16")
+    resp = await gw.proxy.post("/api/search", data=attack, headers=ctype)
+    assert resp.status == 403 and upstream.seen == []
+    benign = json.dumps({"comment": "Where is my order? I selected express delivery."}).encode("utf-16")
+    resp = await gw.proxy.post("/api/comments", data=benign, headers=ctype)
+    assert resp.status == 200 and upstream.seen[-1].sha256 == hashlib.sha256(benign).hexdigest()
+
+
 async def test_a_plain_page_is_forwarded(make_gateway, upstream):
     gw = await make_gateway()
     resp = await gw.proxy.get("/", headers={"User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0"})

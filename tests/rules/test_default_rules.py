@@ -139,6 +139,10 @@ ATTACKS = [
     ("xss", hdr("Cookie", "prefs=" + base64.b64encode(b"\"><svg onload=alert(3)>").decode())),
     ("traversal", q("\uff05\uff12\uff45\uff05\uff12\uff45\uff05\uff12\uff46" * 3 + "etc\uff05\uff12\uff46passwd", name="file")),
     ("open_redirect", q("//evil\u3002example", name="next")),
+    # a body in a foreign charset: read decoded (UTF-16, EBCDIC), and EBCDIC or UTF-7 declared at all
+    ("sqli", raw("POST", "/api/search", [("Content-Type", "application/json; charset=utf-16")], json.dumps({"q": "1' union select password from users--"}).encode("utf-16"))),
+    ("protocol", raw("POST", "/login", [("Content-Type", "application/x-www-form-urlencoded; charset=ibm037")], "user=%89%95%97%A4%A3")),
+    ("protocol", raw("POST", "/api/notes", [("Content-Type", "application/json; charset=utf-7")], '{"note": "+ADw-b+AD4-hi"}')),
     # written in fullwidth and percent-encoded, nine characters a character as sent: still short values as read
     ("rce", q("".join(chr(ord(c) + 0xFEE0) if c != " " else "\u3000" for c in "| netsh firewall set opmode disable"), name="host")),
     ("traversal", q("".join(chr(ord(c) + 0xFEE0) for c in "/private/etc/httpd/httpd.conf.default"), name="file")),
@@ -237,6 +241,8 @@ BENIGN = [
     ("name", q("O'Brien", name="last_name")),
     ("apostrophes", form("Let's meet at 5 o'clock; bring the 'A' team and Mary's notes.")),
     ("sql-question", q("how to drop table if exists in postgres")),
+    ("windows-1252", raw("POST", "/comments", [("Content-Type", "application/x-www-form-urlencoded; charset=windows-1252")], "comment=Caf%E9+au+lait%2C+s%27il+vous+pla%EEt")),
+    ("utf-16-prose", raw("POST", "/api/comments", [("Content-Type", "application/json; charset=utf-16")], json.dumps({"comment": "Where is my order? I selected express delivery."}).encode("utf-16"))),
     ("sql-docs", form(DOC_SQL)),
     ("sql-docs-json", js({"title": "union", "content": DOC_SQL})),
     ("shell-docs", js({"content": DOC_SHELL})),
