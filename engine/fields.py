@@ -166,15 +166,26 @@ def _content_type(features: Features) -> tuple[str, dict[str, str]]:
     return main.strip().lower(), opts
 
 
+class _Duplicates(list):
+    """A JSON object that gives a key twice, as its (key, value) pairs in order. Parsers disagree on which value
+    an application reads (the first, the last), so every one is a leaf: `{"q": "<attack>", "q": "shoes"}` does
+    not hide its first `q`."""
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> dict | _Duplicates:
+    obj = dict(pairs)
+    return obj if len(obj) == len(pairs) else _Duplicates(pairs)
+
+
 def _json_leaves(obj: Any, path: str, depth: int, out: list[Field]) -> None:
     if len(out) >= MAX_FIELDS:
         return
     if depth > MAX_JSON_DEPTH:
         out.append(Field("json", path, json.dumps(obj)[:4096]))
-    elif isinstance(obj, dict):
+    elif isinstance(obj, (dict, _Duplicates)):
         if not obj:
             out.append(Field("json", path, "{}"))
-        for k, v in obj.items():
+        for k, v in obj.items() if isinstance(obj, dict) else obj:
             _json_leaves(v, f"{path}.{k}" if path else str(k), depth + 1, out)
     elif isinstance(obj, list):
         if not obj:
@@ -249,7 +260,7 @@ def body_fields(features: Features) -> list[Field]:
         return [Field("form", n, v if v is not None else "") for n, v in split_pairs(text)][:MAX_FIELDS]
     if "json" in ctype or (not ctype and text.lstrip()[:1] in ("{", "[")):
         try:
-            obj = json.loads(text)
+            obj = json.loads(text, object_pairs_hook=_json_object)
         except (ValueError, RecursionError):
             pass
         else:

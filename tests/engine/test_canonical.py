@@ -136,6 +136,14 @@ def test_other_charsets_read_as_before(ctype, body):
     assert foreign_codec("UTF-16") == "utf-16" and foreign_codec("ibm037") == "cp037" and foreign_codec("utf-7") == "utf-7"
 
 
+def test_a_json_key_given_twice_keeps_both_values():
+    """Parsers disagree on which of two equal keys an application reads: neither value may hide."""
+    f = Features.build("POST", "/api", headers={"Content-Type": "application/json"},
+                       body='{"q": "1\' union select 1--", "q": "shoes", "u": {"n": "a", "n": "b"}, "x": {"k": 1}}')
+    assert f.canonical.body.split("\n")[1:] == ["j q = shoes", "j u.n = a", "j u.n = b", "j x.k = 1"]
+    assert f.canonical.body.startswith("j q = 1' union select 1--")
+
+
 def test_binary_body_keeps_its_printable_strings():
     body = b"\x89PNG\r\n\x1a\n\x00\x00\x00" + bytes(range(256)) * 4 + b"<script>alert(1)</script>" + b"\x00" * 10
     f = Features.build("POST", "/img", headers={"content-type": "image/png"}, body=body)

@@ -143,6 +143,7 @@ ATTACKS = [
     ("sqli", raw("POST", "/api/search", [("Content-Type", "application/json; charset=utf-16")], json.dumps({"q": "1' union select password from users--"}).encode("utf-16"))),
     ("protocol", raw("POST", "/login", [("Content-Type", "application/x-www-form-urlencoded; charset=ibm037")], "user=%89%95%97%A4%A3")),
     ("protocol", raw("POST", "/api/notes", [("Content-Type", "application/json; charset=utf-7")], '{"note": "+ADw-b+AD4-hi"}')),
+    ("sqli", raw("POST", "/api/search", [("Content-Type", "application/json")], '{"q": "1\' union select password from users--", "q": "shoes"}')),  # a key given twice
     # written in fullwidth and percent-encoded, nine characters a character as sent: still short values as read
     ("rce", q("".join(chr(ord(c) + 0xFEE0) if c != " " else "\u3000" for c in "| netsh firewall set opmode disable"), name="host")),
     ("traversal", q("".join(chr(ord(c) + 0xFEE0) for c in "/private/etc/httpd/httpd.conf.default"), name="file")),
