@@ -213,7 +213,9 @@ class GatewayRunner(web.AppRunner):
     """An AppRunner whose server is a GatewayServer; `shutdown_timeout` is shutdown.grace_s."""
 
     def __init__(self, app: web.Application, limits: LimitsConfig, on_refusal: Refused | None = None, **kwargs: Any):
-        super().__init__(app, **kwargs)
+        # a request body passes through as sent: aiohttp would inflate a gzip body and the origin would get the
+        # inflated bytes under the client's Content-Encoding (the engine inflates its own copy: engine.fields.inflated)
+        super().__init__(app, **{"auto_decompress": False, **kwargs})
         self.limits = limits
         self.on_refusal = on_refusal
 

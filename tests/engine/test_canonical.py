@@ -1,7 +1,9 @@
 """engine/canonical.py and engine/fields.py: decoding tables, masking, layout, and robustness."""
 
 import base64
+import gzip
 import json
+import zlib
 
 import pytest
 from hypothesis import given, settings
@@ -134,6 +136,30 @@ def test_other_charsets_read_as_before(ctype, body):
     assert declared_text(f) is None and body_fields(f)
     assert foreign_codec("windows-1252") is None and foreign_codec("shift_jis") is None and foreign_codec("utf-8") is None
     assert foreign_codec("UTF-16") == "utf-16" and foreign_codec("ibm037") == "cp037" and foreign_codec("utf-7") == "utf-7"
+
+
+@pytest.mark.parametrize("coding,pack", [
+    ("gzip", gzip.compress), ("x-gzip", gzip.compress), ("deflate", zlib.compress),
+    ("deflate", lambda b: zlib.compress(b)[2:-4]),  # raw deflate, as some clients send it
+    ("gzip, gzip", lambda b: gzip.compress(gzip.compress(b))),  # codings listed in the order applied
+])  # fmt: skip
+def test_a_compressed_body_is_read_inflated(coding, pack):
+    data = pack(json.dumps(SQLI_JSON).encode())
+    f = Features.build("POST", "/api", headers={"Content-Type": "application/json", "Content-Encoding": coding}, body=data)
+    assert "union select password" in f.canonical.body
+    assert f.body == data  # the request itself is untouched: what is forwarded
+
+
+def test_a_body_that_does_not_inflate_is_read_as_sent_and_a_bomb_stops_at_a_mib():
+    from engine.fields import MAX_INFLATED, inflated
+
+    plain = Features.build("POST", "/api", headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+                           body=json.dumps(SQLI_JSON))
+    assert inflated(plain) is plain and "union select password" in plain.canonical.body
+    unknown = Features.build("POST", "/api", headers={"Content-Encoding": "br"}, body=b"\x8b\x00junk")
+    assert inflated(unknown) is unknown
+    bomb = Features.build("POST", "/api", headers={"Content-Encoding": "gzip"}, body=gzip.compress(b"x" * (64 << 20)))
+    assert len(bomb.body) < 100_000 and len(inflated(bomb).body) == MAX_INFLATED
 
 
 def test_a_json_key_given_twice_keeps_both_values():

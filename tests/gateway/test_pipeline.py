@@ -50,6 +50,24 @@ async def test_a_body_in_utf16_is_read_as_the_application_reads_it(make_gateway,
     assert resp.status == 200 and upstream.seen[-1].sha256 == hashlib.sha256(benign).hexdigest()
 
 
+async def test_a_compressed_body_is_read_inflated_and_forwarded_as_sent(make_gateway, upstream):
+    """Before, aiohttp inflated it on the way in and the origin got inflated bytes under `Content-Encoding: gzip`."""
+    import gzip
+    import hashlib
+    import json
+
+    gw = await make_gateway()
+    headers = {"Content-Type": "application/json", "Content-Encoding": "gzip", "User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0"}
+    attack = gzip.compress(json.dumps({"q": "1' union select password from users--"}).encode())
+    resp = await gw.proxy.post("/api/search", data=attack, headers=headers)
+    assert resp.status == 403 and upstream.seen == []
+    benign = gzip.compress(json.dumps({"comment": "Where is my order? I selected express delivery."}).encode())
+    resp = await gw.proxy.post("/api/comments", data=benign, headers=headers)
+    # the test origin inflates what it gets (aiohttp does): the sent gzip stream arrived whole, under its header
+    assert resp.status == 200 and upstream.seen[-1].sha256 == hashlib.sha256(gzip.decompress(benign)).hexdigest()
+    assert upstream.seen[-1].header("Content-Encoding") == "gzip"
+
+
 async def test_a_plain_page_is_forwarded(make_gateway, upstream):
     gw = await make_gateway()
     resp = await gw.proxy.get("/", headers={"User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0"})

@@ -5,6 +5,7 @@ them: query and form values, JSON fields, headers, cookies, paths, uploads and X
 """
 
 import base64
+import gzip
 import json
 from urllib.parse import quote, quote_plus
 
@@ -144,6 +145,7 @@ ATTACKS = [
     ("protocol", raw("POST", "/login", [("Content-Type", "application/x-www-form-urlencoded; charset=ibm037")], "user=%89%95%97%A4%A3")),
     ("protocol", raw("POST", "/api/notes", [("Content-Type", "application/json; charset=utf-7")], '{"note": "+ADw-b+AD4-hi"}')),
     ("sqli", raw("POST", "/api/search", [("Content-Type", "application/json")], '{"q": "1\' union select password from users--", "q": "shoes"}')),  # a key given twice
+    ("sqli", raw("POST", "/api/search", [("Content-Type", "application/json"), ("Content-Encoding", "gzip")], gzip.compress(json.dumps({"q": "1' union select password from users--"}).encode()))),
     # written in fullwidth and percent-encoded, nine characters a character as sent: still short values as read
     ("rce", q("".join(chr(ord(c) + 0xFEE0) if c != " " else "\u3000" for c in "| netsh firewall set opmode disable"), name="host")),
     ("traversal", q("".join(chr(ord(c) + 0xFEE0) for c in "/private/etc/httpd/httpd.conf.default"), name="file")),
