@@ -24,7 +24,7 @@ from typing import Any, Iterable
 
 from engine.canonical import normalize
 from engine.features import Features
-from engine.fields import _content_type, _looks_like_form, declared_codec, is_binary, split_pairs, text_of
+from engine.fields import _content_type, _looks_like_form, declared_codec, inflated, is_binary, split_pairs, text_of
 
 PLACEHOLDER = "redacted-0000000000000000"  # 25 characters holding a digit: the canonical text masks it [ID]
 MASKED = "[ID]"
@@ -60,7 +60,10 @@ def request(features: Features, fields: Iterable[str] = DEFAULT_FIELDS) -> Featu
     names = frozenset(f.lower() for f in fields)
     headers = tuple((k, _header(k, v, names)) for k, v in features.headers)
     query = _pairs(features.query, names, plus=True) if features.query else ""
-    body = _body(features, names) if features.body else b""
+    # a compressed body is redacted, and kept, inflated, as the engine read it (engine.fields.inflated reads a body
+    # that no longer inflates as it is, so the stored request still reads the same)
+    source = inflated(features)
+    body = _body(source, names) if source.body else b""
     if headers == features.headers and query == features.query and body == features.body:
         return features
     return Features(features.method, features.path, query, headers, body, features.body_size, features.client)

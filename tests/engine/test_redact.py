@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import urllib.parse
 
@@ -47,6 +48,8 @@ CASES = {
                                   body=json.dumps({"user": "bob", "password": SECRET}).encode("utf-16")),
     "form ebcdic": Features.build("POST", "/login", headers=(("content-type", "application/x-www-form-urlencoded; charset=ibm037"),),
                                   body=f"user=bob&password={SECRET}".encode("cp037")),
+    "json gzip": Features.build("POST", "/api/login", headers=JSON + (("content-encoding", "gzip"),),
+                                body=gzip.compress(json.dumps({"user": "bob", "password": SECRET}).encode())),
     "multipart": Features.build("POST", "/signup", headers=MULTIPART, body=multipart(
         ("email", "a@example.com", None), ("password", SECRET, None), ("avatar", "GIF89a...", "me.gif"))),
 }
