@@ -10,7 +10,8 @@ json (one per leaf: name is the dotted path), body (any other body, as text).
 
 Bodies are read as UTF-8, with Latin-1 for bytes that are not, except where the application reads them another
 way: a declared charset that does not keep ASCII as ASCII (UTF-16, UTF-32, UTF-7, EBCDIC), or UTF-16/32 shown by
-a byte-order mark or JSON's zero-byte pattern (declared_text).
+a byte-order mark or JSON's zero-byte pattern (declared_text); a gzip or deflate body is read inflated (inflated).
+A JSON object that gives a key twice yields a leaf for each value.
 """
 
 from __future__ import annotations
