@@ -240,8 +240,13 @@ def _multipart(body: bytes, boundary: str) -> list[Field] | None:
     if len(chunks) < 2:
         return None
     out: list[Field] = []
-    for chunk in chunks[1:]:
+    for k, chunk in enumerate(chunks[1:], 1):
         if chunk.startswith(b"--"):
+            # the epilogue: compliant parsers drop it, but a lenient one (or one that took another boundary from a
+            # Content-Type naming two) reads parts there, so it is read too, as one more text part
+            rest = delim.join(chunks[k:])[2:]
+            if rest.strip():
+                out.append(Field("form", "(epilogue)", printable_strings(rest) if is_binary(rest) else text_of(rest)))
             break
         chunk = chunk[2:] if chunk.startswith(b"\r\n") else chunk.lstrip(b"\n")
         head, sep, content = chunk.partition(b"\r\n\r\n")

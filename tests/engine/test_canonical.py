@@ -162,6 +162,18 @@ def test_a_body_that_does_not_inflate_is_read_as_sent_and_a_bomb_stops_at_a_mib(
     assert len(bomb.body) < 100_000 and len(inflated(bomb).body) == MAX_INFLATED
 
 
+def test_a_multipart_epilogue_is_read_and_an_empty_one_adds_nothing():
+    """Parts after the closing delimiter are dropped by compliant parsers and read by lenient ones."""
+    head = b'--b\r\nContent-Disposition: form-data; name="title"\r\n\r\nhello\r\n--b--\r\n'
+    hidden = b'--a\r\nContent-Disposition: form-data; name="q"\r\n\r\n1\' union select 1--\r\n--a--\r\n'
+    ctype = {"Content-Type": "multipart/form-data; boundary=b"}
+    fields = [(x.kind, x.name) for x in request_fields(Features.build("POST", "/up", headers=ctype, body=head + hidden))]
+    assert fields[-2:] == [("form", "title"), ("form", "(epilogue)")]
+    assert "union select 1" in Features.build("POST", "/up", headers=ctype, body=head + hidden).canonical.body
+    plain = [(x.kind, x.name) for x in request_fields(Features.build("POST", "/up", headers=ctype, body=head))]
+    assert plain[-1] == ("form", "title")
+
+
 def test_a_json_key_given_twice_keeps_both_values():
     """Parsers disagree on which of two equal keys an application reads: neither value may hide."""
     f = Features.build("POST", "/api", headers={"Content-Type": "application/json"},

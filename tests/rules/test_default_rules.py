@@ -146,6 +146,9 @@ ATTACKS = [
     ("protocol", raw("POST", "/api/notes", [("Content-Type", "application/json; charset=utf-7")], '{"note": "+ADw-b+AD4-hi"}')),
     ("sqli", raw("POST", "/api/search", [("Content-Type", "application/json")], '{"q": "1\' union select password from users--", "q": "shoes"}')),  # a key given twice
     ("sqli", raw("POST", "/api/search", [("Content-Type", "application/json"), ("Content-Encoding", "gzip")], gzip.compress(json.dumps({"q": "1' union select password from users--"}).encode()))),
+    ("protocol", raw("POST", "/upload", [("Content-Type", "multipart/form-data; boundary=a; boundary=b")], "--b\r\n\r\nx\r\n--b--\r\n")),
+    ("sqli", raw("POST", "/upload", [("Content-Type", "multipart/form-data; boundary=b")],
+                 '--b\r\nContent-Disposition: form-data; name="t"\r\n\r\nhi\r\n--b--\r\n--a\r\nContent-Disposition: form-data; name="q"\r\n\r\n1\' union select password from users--\r\n--a--\r\n')),  # parts in the epilogue
     # written in fullwidth and percent-encoded, nine characters a character as sent: still short values as read
     ("rce", q("".join(chr(ord(c) + 0xFEE0) if c != " " else "\u3000" for c in "| netsh firewall set opmode disable"), name="host")),
     ("traversal", q("".join(chr(ord(c) + 0xFEE0) for c in "/private/etc/httpd/httpd.conf.default"), name="file")),
