@@ -58,6 +58,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--version", help="bundle version (default: the base's + site.<hash of the marks>)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--int8", choices=("auto", "dynamic", "static"), default="auto",
+                   help="int8 format: the one measured better (auto: it reads timings), or this one")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,7 +186,7 @@ def _run(args: argparse.Namespace) -> int:
     partial.mkdir(parents=True)
     try:
         shutil.copyfile(base.tokenizer_path, partial / "tokenizer.json")
-        choice, measured = calibrate.int8(net, dev_data, fp32_dev, partial / "model.onnx", args.seed)
+        choice, measured = calibrate.int8(net, dev_data, fp32_dev, partial / "model.onnx", args.seed, form=args.int8)
         weights.save(net, partial)
         marked = json.dumps([args.seed, sorted((r["id"], r["label"]) for r in marks)]).encode()
         digest = hashlib.blake2b(marked, digest_size=4).hexdigest()

@@ -91,7 +91,7 @@ async def test_journal_feedback_retrain_shadow_promote_rollback(trained, serve, 
 
         # 3. fine-tune from the base, gated
         argv = ["train", "--from-bundle", str(base), "--feedback", str(journal), "--out", str(new), "--corpus",
-                str(corpus), "--minutes", "1", "--threads", "1", "--epochs", "15", "--lr", "2e-3"]  # fmt: skip
+                str(corpus), "--minutes", "1", "--threads", "1", "--epochs", "15", "--lr", "2e-3", "--int8", "dynamic"]  # fmt: skip
         assert await asyncio.to_thread(cli.main, argv) == 0, capsys.readouterr()
         report = json.loads((new / "bundle.json").read_text())["gate"]
         assert report["accepted"] and report["held_out"]["tpr_drop"] <= 0.002
@@ -140,7 +140,7 @@ def test_a_bundle_the_gate_rejects_is_kept_apart_and_never_served(trained, tmp_p
         j.mark([f"s{i}" for i in range(len(SITE_SQL))], "origin")
     out = tmp_path / "site-v2"
     argv = ["train", "--from-bundle", str(base), "--feedback", str(journal), "--out", str(out), "--corpus", str(corpus),
-            "--threads", "1", "--epochs", "0.05"]  # fmt: skip  (a step or two: the site's blocks stay)
+            "--threads", "1", "--epochs", "0.05", "--int8", "dynamic"]  # fmt: skip  (a step or two: the site's blocks stay)
     assert cli.main(argv) == 1
     assert "gate: REJECTED: the site's false positives did not fall" in capsys.readouterr().out
     assert not out.exists() and (tmp_path / "site-v2.rejected" / "model.onnx").is_file()
