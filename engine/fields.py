@@ -109,31 +109,33 @@ MAX_INFLATED = 1 << 20  # a compressed body is read up to its first MiB once inf
 _CODINGS = {"gzip": 31, "x-gzip": 31, "deflate": 15}  # zlib wbits: the gzip wrapper, the zlib one (raw deflate retried)
 
 
-def _inflate(data: bytes, coding: str) -> bytes | None:
-    wbits = _CODINGS.get(coding)
-    if wbits is None:
-        return None
-    for w in (wbits, -15) if coding == "deflate" else (wbits,):
-        try:
-            return zlib.decompressobj(w).decompress(data, MAX_INFLATED)
-        except zlib.error:
-            continue
-    return None
+def inflate(data: bytes, content_encoding: str, limit: int = MAX_INFLATED) -> bytes | None:
+    """`data` with the codings a Content-Encoding value lists undone (gzip, x-gzip, deflate; identity; the last
+    listed first), up to `limit` bytes; None for another coding or data that does not inflate."""
+    for c in reversed([c.strip() for c in content_encoding.lower().split(",") if c.strip() not in ("", "identity")][:4]):
+        wbits = _CODINGS.get(c)
+        if wbits is None:
+            return None
+        for w in (wbits, -15) if c == "deflate" else (wbits,):
+            try:
+                data = zlib.decompressobj(w).decompress(data, limit)
+                break
+            except zlib.error:
+                continue
+        else:
+            return None
+    return data
 
 
 def inflated(features: Features) -> Features:
     """The request with its body decompressed where Content-Encoding says gzip or deflate: an origin that accepts
     compressed request bodies reads the payload inside, which byte by byte is noise. Read up to MAX_INFLATED; a
     body that does not decompress, or in another coding, stays as sent (as does one already inflated)."""
-    coding = features.header("content-encoding").strip().lower()
-    if not coding or coding == "identity" or not features.body:
+    coding = features.header("content-encoding").strip()
+    if not coding or coding.lower() == "identity" or not features.body:
         return features
-    data = features.body
-    for c in reversed([c.strip() for c in coding.split(",") if c.strip() and c.strip() != "identity"][:4]):
-        data = _inflate(data, c)
-        if data is None:
-            return features
-    return dataclasses.replace(features, body=data)
+    data = inflate(features.body, coding)
+    return features if data is None else dataclasses.replace(features, body=data)
 
 
 def body_text(features: Features, limit: int | None = None) -> str:

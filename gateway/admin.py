@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 from aiohttp import web
 
+from engine.fields import inflate
 from gateway.config import Config
 from gateway.errors import (
     ClientError,
@@ -181,6 +182,14 @@ async def _body(request: web.Request) -> bytes:
     raw = await prefix(request.content, limit + 1)
     if len(raw) > limit:
         raise PayloadTooLarge(f"body exceeds admin.max_body_bytes ({limit})")
+    coding = request.headers.get("Content-Encoding", "").strip()
+    if coding and coding.lower() != "identity":  # request bodies reach handlers as sent (GatewayRunner)
+        inflated = inflate(raw, coding, limit + 1)
+        if inflated is None:
+            raise ClientError(f"body: Content-Encoding {coding!r} is not gzip or deflate, or does not inflate")
+        if len(inflated) > limit:
+            raise PayloadTooLarge(f"body exceeds admin.max_body_bytes ({limit}) once inflated")
+        raw = inflated
     return raw
 
 
