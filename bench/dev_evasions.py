@@ -42,17 +42,6 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def dev_records(bundle, corpus: Path) -> list[dict]:
-    from engine.train.__main__ import split_dev
-    from engine.train.data import read_jsonl
-
-    run = bundle.manifest.get("trained_on", {})
-    if run.get("train_sha256") and run["train_sha256"] != bundles.sha256_file(corpus / "train.jsonl"):
-        log(f"warning: {bundle.id} was trained on another train.jsonl: this dev split is not its own")
-    _, dev = split_dev(list(read_jsonl(corpus / "train.jsonl")), 0.05, int(run.get("seed", 1)), run.get("dev_split", "mixed"))
-    return dev
-
-
 def evasions(data_dir: str, groups: set[str], total: int, seed: int) -> list[dict]:
     """Evasion records of the payload records whose group is in `groups`, built as the evasion set is."""
     from engine.corpus import evasion, sources
@@ -118,11 +107,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="bench/results/dev-evasions")
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args(argv)
+    from engine.train.__main__ import bundle_split
     from rules.engine import RuleEngine
 
     t0 = time.time()
     bundle = bundles.load(None if args.bundle == "DEFAULT" else args.bundle, allow_rejected=True)
-    dev = dev_records(bundle, Path(args.corpus))
+    _, dev = bundle_split(bundle, Path(args.corpus) / "train.jsonl", log=log)
     feats = [features_of(r) for r in dev]
     attacks = [r for r, f in zip(dev, feats) if truth(r, f) == "block"]
     groups = {r["group"] for r in attacks if r.get("group")}

@@ -137,23 +137,21 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=int, help="first N training records only (smoke runs)")
     ap.add_argument("--out", default="bench/results/rule-deferral")
     args = ap.parse_args(argv)
-    from engine.train.__main__ import split_dev
+    from engine.train.__main__ import bundle_split
     from engine.train.data import read_jsonl
 
     settings = [(int(m), float(b)) for m in args.min_benign.split(",") for b in args.below.split(",")]
     t0 = time.time()
     bundle = bundles.load(None if args.bundle == "DEFAULT" else args.bundle, allow_rejected=True)
-    run = bundle.manifest.get("trained_on", {})
     threshold = float(bundle.manifest["thresholds"]["block"])
     corpus = Path(args.corpus)
-    records = list(read_jsonl(corpus / "train.jsonl", args.limit))
-    train, dev = split_dev(records, 0.05, int(run.get("seed", 1)), run.get("dev_split", "mixed"))
+    train, dev = bundle_split(bundle, corpus / "train.jsonl", args.limit, log=log)
     log(f"[1/3] rules over the {len(train):,} training requests outside {bundle.id}'s dev split ({time.time() - t0:.0f}s)")
     train_attack = np.array([r.get("label") == "block" for r in train])
     train_blocked_by = scan(train, args.procs)
     counts = noisy_counts(train_blocked_by, train_attack)
     benign_blocked = sum(1 for b, a in zip(train_blocked_by, train_attack) if b and not a)
-    del records, train, train_blocked_by
+    del train, train_blocked_by
     model = Model(bundle, threads=args.threads)
     log(f"[2/3] dev split: {len(dev):,} requests, model and rules ({time.time() - t0:.0f}s)")
     splits = {"dev": measure(scored(model, dev, args.procs), threshold, counts, settings)}

@@ -127,18 +127,14 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="bench/results/threshold-noise")
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args(argv)
-    from engine.train.__main__ import split_dev
-    from engine.train.data import read_jsonl
+    from engine.train.__main__ import bundle_split
 
     t0 = time.time()
     bundle = bundles.load(None if args.bundle == "DEFAULT" else args.bundle, allow_rejected=True)
-    run = bundle.manifest.get("trained_on", {})
     target = 0.001  # training's default --target-fpr: the model's share of the dev benign requests
     model = Model(bundle, threads=args.threads)
     corpus = Path(args.corpus)
-    if run.get("train_sha256") and run["train_sha256"] != bundles.sha256_file(corpus / "train.jsonl"):
-        log(f"warning: {bundle.id} was trained on another train.jsonl: this dev split is not its own")
-    _, dev_recs = split_dev(list(read_jsonl(corpus / "train.jsonl")), 0.05, int(run.get("seed", 1)), run.get("dev_split", "mixed"))
+    _, dev_recs = bundle_split(bundle, corpus / "train.jsonl", log=log)
     log(f"[1/3] {bundle.id}: scoring its dev split ({len(dev_recs):,} requests) ({time.time() - t0:.0f}s)")
     dev = score(model, dev_recs)
     test = None

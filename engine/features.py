@@ -96,6 +96,14 @@ class Features:
 
         return canonicalize(self)
 
+    @cached_property
+    def inspected(self) -> "Features":
+        """This request as the engine reads it: its body inflated where Content-Encoding compressed it
+        (engine.fields.inflated). Once per request, for the canonical text, the rules and redaction alike."""
+        from engine.fields import inflated
+
+        return inflated(self)
+
     @property
     def text(self) -> str:
         return self.canonical.text

@@ -10,7 +10,7 @@ json (one per leaf: name is the dotted path), body (any other body, as text).
 
 Bodies are read as UTF-8, with Latin-1 for bytes that are not, except where the application reads them another
 way: a declared charset that does not keep ASCII as ASCII (UTF-16, UTF-32, UTF-7, EBCDIC), or UTF-16/32 shown by
-a byte-order mark or JSON's zero-byte pattern (declared_text); a gzip or deflate body is read inflated (inflated).
+a byte-order mark or JSON's zero-byte pattern (body_codec); a gzip or deflate body is read inflated (inflated).
 A JSON object that gives a key twice yields a leaf for each value.
 """
 
@@ -84,24 +84,14 @@ def _sniffed_codec(body: bytes, json_like: bool) -> str | None:
     return None
 
 
-def declared_codec(features: Features) -> str | None:
-    """The codec an application reads the body with where that is not byte by byte: the foreign charset its
-    Content-Type declares, or the UTF-16/32 it is sniffed as. None for every other body (read as UTF-8, with
-    Latin-1 for bytes that are not). Multipart parts are read as they are."""
-    body = features.body
-    if not body:
-        return None
-    ctype, opts = _content_type(features)
-    if ctype.startswith("multipart/"):
+def body_codec(body: bytes, ctype: str, opts: dict[str, str]) -> str | None:
+    """The codec an application reads `body` (of Content-Type `ctype; opts`, as _content_type splits it) with
+    where that is not byte by byte: the foreign charset declared, or the UTF-16/32 it is sniffed as. None for
+    every other body (read as UTF-8, with Latin-1 for bytes that are not). Multipart parts are read as they are."""
+    if not body or ctype.startswith("multipart/"):
         return None
     codec = foreign_codec(opts["charset"]) if opts.get("charset") else None
     return codec or _sniffed_codec(body, "json" in ctype or not ctype)
-
-
-def declared_text(features: Features) -> str | None:
-    """The body decoded with declared_codec, or None where it has none."""
-    codec = declared_codec(features)
-    return features.body.decode(codec, "replace") if codec else None
 
 
 MAX_INFLATED = 1 << 20  # a compressed body is read up to its first MiB once inflated, as the gateway shows the
@@ -130,21 +120,24 @@ def inflate(data: bytes, content_encoding: str, limit: int = MAX_INFLATED) -> by
 def inflated(features: Features) -> Features:
     """The request with its body decompressed where Content-Encoding says gzip or deflate: an origin that accepts
     compressed request bodies reads the payload inside, which byte by byte is noise. Read up to MAX_INFLATED; a
-    body that does not decompress, or in another coding, stays as sent (as does one already inflated)."""
-    coding = features.header("content-encoding").strip()
-    if not coding or coding.lower() == "identity" or not features.body:
+    body that does not decompress, or in another coding, stays as sent. Read through `Features.inspected`, which
+    computes it once per request; the inflated copy is its own `inspected`, so nothing inflates twice."""
+    coding = features.header("content-encoding")
+    data = inflate(features.body, coding) if coding.strip() and features.body else None
+    if data is None or data is features.body:
         return features
-    data = inflate(features.body, coding)
-    return features if data is None else dataclasses.replace(features, body=data)
+    out = dataclasses.replace(features, body=data)
+    out.__dict__["inspected"] = out  # the cached_property's slot: the copy is read as it is
+    return out
 
 
 def body_text(features: Features, limit: int | None = None) -> str:
-    """The body (its first `limit` bytes) as text: declared_text, the printable strings of a binary body, or
-    the bytes as UTF-8 with Latin-1 for the rest."""
+    """The body (its first `limit` bytes) as text: in its body_codec, as the printable strings of a binary body,
+    or as UTF-8 with Latin-1 for the rest."""
     body = features.body if limit is None else features.body[:limit]
-    text = declared_text(features if limit is None else dataclasses.replace(features, body=body))
-    if text is not None:
-        return text
+    codec = body_codec(features.body, *_content_type(features))
+    if codec:
+        return body.decode(codec, "replace")
     return printable_strings(body, limit=1 << 14) if is_binary(body) else text_of(body)
 
 
@@ -284,7 +277,7 @@ def _param(header: str, key: str) -> str | None:
 
 
 def body_fields(features: Features) -> list[Field]:
-    features = inflated(features)
+    features = features.inspected
     body = features.body
     if not body:
         return []
@@ -293,7 +286,8 @@ def body_fields(features: Features) -> list[Field]:
         parts = _multipart(body, opts.get("boundary", ""))
         if parts is not None:
             return parts
-    text = declared_text(features)
+    codec = body_codec(body, ctype, opts)
+    text = body.decode(codec, "replace") if codec else None
     if text is None:
         if is_binary(body):
             return [Field("body", "binary", printable_strings(body))]

@@ -24,7 +24,7 @@ from typing import Any, Iterable
 
 from engine.canonical import normalize
 from engine.features import Features
-from engine.fields import _content_type, _looks_like_form, declared_codec, inflated, is_binary, split_pairs, text_of
+from engine.fields import _content_type, _looks_like_form, body_codec, is_binary, split_pairs, text_of
 
 PLACEHOLDER = "redacted-0000000000000000"  # 25 characters holding a digit: the canonical text masks it [ID]
 MASKED = "[ID]"
@@ -62,7 +62,7 @@ def request(features: Features, fields: Iterable[str] = DEFAULT_FIELDS) -> Featu
     query = _pairs(features.query, names, plus=True) if features.query else ""
     # a compressed body is redacted, and kept, inflated, as the engine read it (engine.fields.inflated reads a body
     # that no longer inflates as it is, so the stored request still reads the same)
-    source = inflated(features)
+    source = features.inspected
     body = _body(source, names) if source.body else b""
     if headers == features.headers and query == features.query and body == features.body:
         return features
@@ -100,12 +100,12 @@ def _pairs(text: str, names: frozenset[str], plus: bool) -> str:
 
 def _body(features: Features, names: frozenset[str]) -> bytes:
     body = features.body
-    codec = declared_codec(features)  # UTF-16, EBCDIC ...: the names are not there as bytes, but they are there
+    ctype, opts = _content_type(features)
+    codec = body_codec(body, ctype, opts)  # UTF-16, EBCDIC ...: the names are not there as bytes, but they are there
     if codec is None:
         lower = body.lower()
         if not any(n.encode() in lower for n in names) and not any(e in body for e in (b"%", b"\\", b"&#")):
             return body  # no field of that name can be in it, even encoded (the usual case: a few scans in C)
-    ctype, opts = _content_type(features)
     if ctype.startswith("multipart/"):
         return _multipart(body, opts.get("boundary", ""), names)
     if codec is None and is_binary(body):

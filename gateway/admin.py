@@ -182,8 +182,8 @@ async def _body(request: web.Request) -> bytes:
     raw = await prefix(request.content, limit + 1)
     if len(raw) > limit:
         raise PayloadTooLarge(f"body exceeds admin.max_body_bytes ({limit})")
-    coding = request.headers.get("Content-Encoding", "").strip()
-    if coding and coding.lower() != "identity":  # request bodies reach handlers as sent (GatewayRunner)
+    coding = request.headers.get("Content-Encoding", "")
+    if coding.strip():  # request bodies reach handlers as sent (GatewayRunner); `identity` leaves them so
         inflated = inflate(raw, coding, limit + 1)
         if inflated is None:
             raise ClientError(f"body: Content-Encoding {coding!r} is not gzip or deflate, or does not inflate")

@@ -160,7 +160,8 @@ def run(args: argparse.Namespace) -> dict:
 
 def _recorded(path: str, items: list) -> list[bool]:
     """The `blocked` column of a --decisions file, checked against this input record by record."""
-    rows = [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()]
+    with open(path, encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh if line.strip()]
     if len(rows) != len(items) or any(r[0] != i or r[1] != item[2] for i, (r, item) in enumerate(zip(rows, items))):
         raise SystemExit(f"{path}: written for another input ({len(rows)} decisions for {len(items)} records, or in another order)")
     return [bool(r[2]) for r in rows]

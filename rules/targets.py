@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from engine.canonical import QUIET_HEADERS, QUIET_PREFIXES, _b64_text
 from engine.features import Features
-from engine.fields import Field, body_text, inflated, request_fields
+from engine.fields import Field, body_text, request_fields
 from rules.transforms import base64_decode, nfkc
 
 # target name → what it selects
@@ -234,8 +234,8 @@ def _one_json_document(content_type: str) -> bool:
 def units(features: Features, wanted: frozenset[str], split_large: bool = False) -> list[Unit]:
     """The request as scan units, restricted to the targets some rule selects (`wanted`). `split_large`: a
     body over LARGE_BODY is split into fields too (the model read all of it: RuleEngine.scan's read_whole). A
-    compressed body is read inflated (engine.fields.inflated)."""
-    features = inflated(features)
+    compressed body is read inflated (Features.inspected)."""
+    features = features.inspected
     b = _Builder(wanted)
     b.add(("method",), features.method)
     b.add(("path",), features.path)

@@ -29,7 +29,7 @@ import torch
 from engine import bundle as bundles
 from engine.canonical import VERSION as CANONICAL_VERSION
 from engine.labels import FEATURES
-from engine.train import calibrate, weights
+from engine.train import add_int8_argument, calibrate, weights
 from engine.train.data import canonical_parts, encode_records, progress, read_jsonl
 from engine.train.loop import TrainConfig, predict, set_seed, train
 from engine.train.net import ClefNet, Ensemble
@@ -58,6 +58,17 @@ def split_dev(records: list[dict], share: float, seed: int, how: str = "mixed") 
             key = f"{key}#{i}"
         (dev if bucket(key) < share else train).append(r)
     return train, dev
+
+
+def bundle_split(bundle: bundles.Bundle, train_path: Path, limit: int | None = None,
+                 log=progress) -> tuple[list[dict], list[dict]]:  # fmt: skip
+    """The training and dev records a bundle's own run made of `train_path` (its seed and dev-split mode, so the
+    bundle never trained on the dev ones), saying so when the file is not the one it was trained on. For the
+    benchmarks that read a bundle's dev split (bench/threshold_noise.py, dev_evasions.py, rule_deferral.py)."""
+    run = bundle.manifest.get("trained_on", {})
+    if run.get("train_sha256") and run["train_sha256"] != bundles.sha256_file(train_path):
+        log(f"warning: {bundle.id} was trained on another train.jsonl: this dev split is not its own")
+    return split_dev(list(read_jsonl(train_path, limit)), 0.05, int(run.get("seed", 1)), run.get("dev_split", "mixed"))
 
 
 def canonical_cached(source: Path, source_sha256: str, records: list[dict], args, name: str) -> list[tuple[str, str]]:
@@ -191,8 +202,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--max-tokens", type=int, default=65536, help="the bundle's serving token budget")
     ap.add_argument("--target-fpr", type=float, default=0.001, help="benign FPR the block threshold is calibrated to")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--int8", choices=("auto", "dynamic", "static"), default="auto",
-                    help="int8 format: the one measured better on the dev split (auto, the default; it reads timings), or this one")
+    add_int8_argument(ap)
     ap.add_argument("--install", action="store_true", help="copy the bundle over engine/bundles/default")
     ap.add_argument("--finish", action="store_true", help="no training: evaluate the bundle at --out (and --install it)")
     args = ap.parse_args(argv)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from engine import bundle as bundles
 from engine.errors import BundleError
+from engine.train import add_int8_argument
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -30,8 +31,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--version", default="0.1.0")
     ap.add_argument("--target-fpr", type=float, default=0.001, help="benign FPR the block threshold is calibrated to")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--int8", choices=("auto", "dynamic", "static"), default="auto",
-                    help="int8 format: the one measured better on the dev split (auto), or this one")
+    add_int8_argument(ap)
     ap.add_argument("--install", action="store_true", help="copy the bundle over engine/bundles/default")
     return ap.parse_args(argv)
 

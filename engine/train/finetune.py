@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from engine.train import add_int8_argument
+
 DEFAULT_CORPUS = Path("work/corpus")
 
 
@@ -58,8 +60,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--version", help="bundle version (default: the base's + site.<hash of the marks>)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--int8", choices=("auto", "dynamic", "static"), default="auto",
-                   help="int8 format: the one measured better (auto: it reads timings), or this one")
+    add_int8_argument(p)
 
 
 def main(argv: list[str] | None = None) -> int:

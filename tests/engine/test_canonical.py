@@ -130,10 +130,10 @@ def test_a_body_in_a_foreign_charset_is_read_as_its_application_reads_it(ctype, 
     ],
 )
 def test_other_charsets_read_as_before(ctype, body):
-    from engine.fields import body_fields, declared_text, foreign_codec
+    from engine.fields import _content_type, body_codec, body_fields, foreign_codec
 
     f = Features.build("POST", "/api", headers={"Content-Type": ctype}, body=body)
-    assert declared_text(f) is None and body_fields(f)
+    assert body_codec(f.body, *_content_type(f)) is None and body_fields(f)
     assert foreign_codec("windows-1252") is None and foreign_codec("shift_jis") is None and foreign_codec("utf-8") is None
     assert foreign_codec("UTF-16") == "utf-16" and foreign_codec("ibm037") == "cp037" and foreign_codec("utf-7") == "utf-7"
 
@@ -160,6 +160,8 @@ def test_a_body_that_does_not_inflate_is_read_as_sent_and_a_bomb_stops_at_a_mib(
     assert inflated(unknown) is unknown
     bomb = Features.build("POST", "/api", headers={"Content-Encoding": "gzip"}, body=gzip.compress(b"x" * (64 << 20)))
     assert len(bomb.body) < 100_000 and len(inflated(bomb).body) == MAX_INFLATED
+    # once per request: the canonical text and the rules share one inflated copy, which is read as it is
+    assert plain.inspected is plain and bomb.inspected is bomb.inspected and bomb.inspected.inspected is bomb.inspected
 
 
 def test_a_multipart_epilogue_is_read_and_an_empty_one_adds_nothing():

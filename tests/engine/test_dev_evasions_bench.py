@@ -50,10 +50,11 @@ def test_evasions_come_from_the_given_groups_only():
     from engine.corpus.build import prepare
 
     prep = prepare(sources.load(str(DATA)))
-    groups = {r["group"] for recs in prep.attacks["train"].values() for r in recs[:3]}
+    train_groups = {r["group"] for recs in prep.attacks["train"].values() for r in recs[:3]}
+    test_groups = {r["group"] for recs in prep.attacks["test"].values() for r in recs}
+    groups = train_groups | set(sorted(test_groups)[:50])  # asked for test groups too: it must not build from them
     recs = bench.evasions(str(DATA), groups, 200, seed=1)
     assert recs and {r["group"] for r in recs} <= groups
-    test_groups = {r["group"] for recs in prep.attacks["test"].values() for r in recs}
     assert not {r["group"] for r in recs} & test_groups
     assert all(r["gen"].startswith("evasion/") and r["label"] == "block" for r in recs)
     assert bench.evasions(str(DATA), groups, 200, seed=1) == recs  # seeded

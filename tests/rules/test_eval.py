@@ -95,20 +95,26 @@ def test_from_text():
     assert from_text("a b", "query").query == "q=a+b"
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_against_counts_the_decisions_another_ruleset_makes_differently(tmp_path, capsys, workers):
+def two_rulesets(tmp_path):
+    """An old ruleset, a new one that adds a rule (version 2), and four requests: one both block, one only the new
+    one blocks, a false positive the new one adds, and one neither blocks."""
     old = tmp_path / "old.yaml"
     old.write_text("rules:\n  - {id: alpha, targets: [args], operator: {regex: alpha}}\n")
     new = tmp_path / "new.yaml"
     new.write_text("version: '2'\nrules:\n  - {id: alpha, targets: [args], operator: {regex: alpha}}\n"
                    "  - {id: beta, targets: [args], operator: {regex: beta}, tags: [sqli]}\n")
     records = [
-        {"method": "GET", "path": "/", "query": "q=alpha", "label": "block", "attack_class": "sqli"},  # both block
-        {"method": "GET", "path": "/", "query": "q=beta", "label": "block", "attack_class": "sqli"},  # only the new one
-        {"method": "GET", "path": "/", "query": "q=beta+blocker", "label": "benign"},  # a false positive it adds
-        {"method": "GET", "path": "/", "query": "q=gamma", "label": "block", "attack_class": "xss"},  # neither
+        {"method": "GET", "path": "/", "query": "q=alpha", "label": "block", "attack_class": "sqli"},
+        {"method": "GET", "path": "/", "query": "q=beta", "label": "block", "attack_class": "sqli"},
+        {"method": "GET", "path": "/", "query": "q=beta+blocker", "label": "benign"},
+        {"method": "GET", "path": "/", "query": "q=gamma", "label": "block", "attack_class": "xss"},
     ]
-    data = write_jsonl(tmp_path / "r.jsonl", records)
+    return old, new, write_jsonl(tmp_path / "r.jsonl", records)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_against_counts_the_decisions_another_ruleset_makes_differently(tmp_path, capsys, workers):
+    old, new, data = two_rulesets(tmp_path)
     out = run_json(capsys, "--data", data, "--rules", str(new), "--against", str(old), "--workers", str(workers))
     assert out["against"]["changed"] == {"benign: now blocked": 1, "sqli: now blocked": 1}
     assert out["rules"].endswith("@2") and (out["tpr"], out["fpr"]) == (0.6667, 1.0)
@@ -121,18 +127,7 @@ def test_against_counts_the_decisions_another_ruleset_makes_differently(tmp_path
 def test_against_decisions_compares_with_a_run_of_other_code(tmp_path, capsys, workers):
     """An engine change cannot be measured with --against (one engine decides both rulesets): one run writes
     its decisions, a later one (here: another ruleset standing for other code) counts what differs."""
-    old = tmp_path / "old.yaml"
-    old.write_text("rules:\n  - {id: alpha, targets: [args], operator: {regex: alpha}}\n")
-    new = tmp_path / "new.yaml"
-    new.write_text("rules:\n  - {id: alpha, targets: [args], operator: {regex: alpha}}\n"
-                   "  - {id: beta, targets: [args], operator: {regex: beta}, tags: [sqli]}\n")
-    records = [
-        {"method": "GET", "path": "/", "query": "q=alpha", "label": "block", "attack_class": "sqli"},
-        {"method": "GET", "path": "/", "query": "q=beta", "label": "block", "attack_class": "sqli"},
-        {"method": "GET", "path": "/", "query": "q=beta+blocker", "label": "benign"},
-        {"method": "GET", "path": "/", "query": "q=gamma", "label": "block", "attack_class": "xss"},
-    ]
-    data = write_jsonl(tmp_path / "r.jsonl", records)
+    old, new, data = two_rulesets(tmp_path)
     earlier = tmp_path / "old-decisions.jsonl"
     run_json(capsys, "--data", data, "--rules", str(old), "--decisions", str(earlier))
     assert [json.loads(line) for line in earlier.read_text().splitlines()] == [
