@@ -11,11 +11,15 @@ json (one per leaf: name is the dotted path), body (any other body, as text).
 Bodies are read as UTF-8, with Latin-1 for bytes that are not, except where the application reads them another
 way: a declared charset that does not keep ASCII as ASCII (UTF-16, UTF-32, UTF-7, EBCDIC), or UTF-16/32 shown by
 a byte-order mark or JSON's zero-byte pattern (body_codec); a gzip or deflate body is read inflated (inflated).
-A JSON object that gives a key twice yields a leaf for each value.
+A multipart part is read as its own headers say (read_part): its Content-Transfer-Encoding undone, then its
+charset, or the form's `_charset_`, where that does not keep ASCII as ASCII. A JSON object that gives a key twice
+yields a leaf for each value.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 import functools
 import json
@@ -87,7 +91,7 @@ def _sniffed_codec(body: bytes, json_like: bool) -> str | None:
 def body_codec(body: bytes, ctype: str, opts: dict[str, str]) -> str | None:
     """The codec an application reads `body` (of Content-Type `ctype; opts`, as _content_type splits it) with
     where that is not byte by byte: the foreign charset declared, or the UTF-16/32 it is sniffed as. None for
-    every other body (read as UTF-8, with Latin-1 for bytes that are not). Multipart parts are read as they are."""
+    every other body (read as UTF-8, with Latin-1 for bytes that are not). Multipart parts: read_part, one by one."""
     if not body or ctype.startswith("multipart/"):
         return None
     codec = foreign_codec(opts["charset"]) if opts.get("charset") else None
@@ -187,12 +191,7 @@ def cookies(header_value: str) -> Iterator[tuple[str, str]]:
 
 def _content_type(features: Features) -> tuple[str, dict[str, str]]:
     raw = features.header("content-type")
-    main, *params = raw.split(";")
-    opts = {}
-    for p in params:
-        k, _, v = p.strip().partition("=")
-        opts[k.strip().lower()] = v.strip().strip('"')
-    return main.strip().lower(), opts
+    return _media_type(raw)
 
 
 class _Duplicates(list):
@@ -234,14 +233,13 @@ def _multipart(body: bytes, boundary: str) -> list[Field] | None:
     chunks = body.split(delim)
     if len(chunks) < 2:
         return None
-    out: list[Field] = []
+    parts: list[tuple[dict[str, str], bytes]] = []
+    epilogue = b""
     for k, chunk in enumerate(chunks[1:], 1):
         if chunk.startswith(b"--"):
             # the epilogue: compliant parsers drop it, but a lenient one (or one that took another boundary from a
             # Content-Type naming two) reads parts there, so it is read too, as one more text part
-            rest = delim.join(chunks[k:])[2:]
-            if rest.strip():
-                out.append(Field("form", "(epilogue)", printable_strings(rest) if is_binary(rest) else text_of(rest)))
+            epilogue = delim.join(chunks[k:])[2:]
             break
         chunk = chunk[2:] if chunk.startswith(b"\r\n") else chunk.lstrip(b"\n")
         head, sep, content = chunk.partition(b"\r\n\r\n")
@@ -249,23 +247,99 @@ def _multipart(body: bytes, boundary: str) -> list[Field] | None:
             head, sep, content = chunk.partition(b"\n\n")
         if content.endswith(b"\r\n"):
             content = content[:-2]
-        hdrs = {}
-        for line in text_of(head).splitlines():
-            k, _, v = line.partition(":")
-            hdrs[k.strip().lower()] = v.strip()
+        parts.append((part_headers(head), content))
+        if len(parts) >= MAX_FIELDS:
+            break
+    charset = form_charset(parts)
+    out: list[Field] = []
+    for hdrs, content in parts:
         disp = hdrs.get("content-disposition", "")
         name = _param(disp, "name")
         filename = _param(disp, "filename")
         if filename is None and "filename*" not in disp:
-            value = printable_strings(content) if is_binary(content) else text_of(content)
-            out.append(Field("form", name or "", value))
+            out.append(Field("form", name or "", read_part(hdrs, content, charset)[1]))
         else:
-            ctype = hdrs.get("content-type", "")
-            value = printable_strings(content) if is_binary(content) else text_of(content)
-            out.append(Field("upload", f"{name or ''};{filename or ''};{ctype}", value))
-        if len(out) >= MAX_FIELDS:
-            break
+            value = read_part(hdrs, content)[1]
+            out.append(Field("upload", f"{name or ''};{filename or ''};{hdrs.get('content-type', '')}", value))
+    if epilogue.strip() and len(out) < MAX_FIELDS:
+        out.append(Field("form", "(epilogue)", printable_strings(epilogue) if is_binary(epilogue) else text_of(epilogue)))
     return out
+
+
+def part_headers(head: bytes) -> dict[str, str]:
+    """A multipart part's header block → {lower-case name: value} (the last of a repeated name)."""
+    hdrs = {}
+    for line in text_of(head).splitlines():
+        k, _, v = line.partition(":")
+        hdrs[k.strip().lower()] = v.strip()
+    return hdrs
+
+
+def _media_type(value: str) -> tuple[str, dict[str, str]]:
+    """`text/plain; charset="utf-16"` → ("text/plain", {"charset": "utf-16"})."""
+    main, *params = value.split(";")
+    opts = {}
+    for p in params:
+        k, _, v = p.strip().partition("=")
+        opts[k.strip().lower()] = v.strip().strip('"')
+    return main.strip().lower(), opts
+
+
+def form_charset(parts: list[tuple[dict[str, str], bytes]]) -> str | None:
+    """The charset a form names for its text parts in a `_charset_` field (HTML's convention, which some servers
+    honour for the parts that declare none), or None."""
+    for hdrs, content in parts:
+        disp = hdrs.get("content-disposition", "")
+        if _param(disp, "name") == "_charset_" and _param(disp, "filename") is None:
+            return text_of(content[:64]).strip() or None
+    return None
+
+
+_TRANSFER = ("quoted-printable", "base64")
+
+
+@dataclass(frozen=True, slots=True)
+class PartCoding:
+    """How an application that honours a multipart part's own headers reads its content. `transfer`: the
+    Content-Transfer-Encoding undone first (quoted-printable, which Go's mime/multipart undoes unasked, or
+    base64), "" for none; `codec`: then a charset that does not keep ASCII as ASCII (foreign_codec), declared
+    by the part or, for a text part, by the form's `_charset_`, or the UTF-16/32 a byte-order mark shows; None
+    to read UTF-8 with Latin-1 for the rest. Read byte by byte, such a part says nothing, or noise, where the
+    application reads the payload."""
+
+    transfer: str = ""
+    codec: str | None = None
+
+    def decoded(self, content: bytes) -> bytes:
+        if self.transfer == "quoted-printable":
+            return binascii.a2b_qp(content)
+        if self.transfer == "base64":
+            try:
+                return base64.b64decode(re.sub(rb"\s+", b"", content), validate=True)
+            except (binascii.Error, ValueError):
+                return content  # not base64 after all: read as sent
+        return content
+
+    def encode(self, text: str) -> bytes:
+        """`text` written as this part carries its content (redaction: a placeholder that reads back as itself)."""
+        data = text.encode(self.codec, "replace") if self.codec else text.encode("utf-8", "surrogatepass")
+        if self.transfer == "base64":
+            return base64.b64encode(data)
+        return binascii.b2a_qp(data) if self.transfer == "quoted-printable" else data
+
+
+def read_part(hdrs: dict[str, str], content: bytes, charset: str | None = None) -> tuple[PartCoding, str]:
+    """A multipart part's coding (PartCoding) and its content as text, as the application reads it. `charset`:
+    the form's `_charset_` (form_charset), for a text part that declares none."""
+    transfer = hdrs.get("content-transfer-encoding", "").strip().strip('"').lower()
+    coding = PartCoding(transfer if transfer in _TRANSFER else "")
+    data = coding.decoded(content)
+    ptype, opts = _media_type(hdrs.get("content-type", ""))
+    declared = opts.get("charset") or charset
+    codec = (foreign_codec(declared) if declared else None) or _sniffed_codec(data, "json" in ptype)
+    if codec:
+        return dataclasses.replace(coding, codec=codec), data.decode(codec, "replace")
+    return coding, printable_strings(data) if is_binary(data) else text_of(data)
 
 
 def _param(header: str, key: str) -> str | None:

@@ -24,7 +24,10 @@ from typing import Any, Iterable
 
 from engine.canonical import normalize
 from engine.features import Features
-from engine.fields import _content_type, _looks_like_form, body_codec, is_binary, split_pairs, text_of
+from engine.fields import (
+    _content_type, _looks_like_form, _param, body_codec, form_charset, is_binary, part_headers, read_part, split_pairs,
+    text_of,
+)
 
 PLACEHOLDER = "redacted-0000000000000000"  # 25 characters holding a digit: the canonical text masks it [ID]
 MASKED = "[ID]"
@@ -138,23 +141,27 @@ def _json(obj: Any, hit: bool, names: frozenset[str]) -> Any:
     return placeholder(obj if isinstance(obj, str) else json.dumps(obj))
 
 
-_DISPOSITION_NAME = re.compile(rb'(?i)content-disposition:[^\r\n]*?[; ]name="?([^";\r\n]*)')
-
-
 def _multipart(body: bytes, boundary: str, names: frozenset[str]) -> bytes:
     if not boundary:
         return body
     delim = b"--" + boundary.encode("latin-1", "replace")
     chunks = body.split(delim)
+    split = []  # (chunk index, head, separator, content, part headers) of each part with a header block
     for i, chunk in enumerate(chunks[1:], 1):
         head, sep, content = chunk.partition(b"\r\n\r\n")
-        if not sep or b"filename" in head.lower():  # file parts are not credentials
+        if sep:
+            split.append((i, head, sep, content, part_headers(head)))
+    charset = form_charset([(hdrs, content) for *_, content, hdrs in split])
+    for i, head, sep, content, hdrs in split:
+        disp = hdrs.get("content-disposition", "")
+        if "filename" in disp.lower():  # file parts are not credentials
             continue
-        m = _DISPOSITION_NAME.search(head)
-        if m and _hit(text_of(m.group(1)), names):
+        name = _param(disp, "name")
+        if name is not None and _hit(name, names):
             tail = b"\r\n" if content.endswith(b"\r\n") else b""
-            value = content[: -len(tail)] if tail else content
-            chunks[i] = head + sep + placeholder(text_of(value)).encode() + tail
+            coding, value = read_part(hdrs, content[: -len(tail)] if tail else content, charset)
+            # written as the part carries its content (transfer encoding, charset), so it reads back as itself
+            chunks[i] = head + sep + coding.encode(placeholder(value)) + tail
     return delim.join(chunks)
 
 

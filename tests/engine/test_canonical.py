@@ -1,6 +1,7 @@
 """engine/canonical.py and engine/fields.py: decoding tables, masking, layout, and robustness."""
 
 import base64
+import binascii
 import gzip
 import json
 import zlib
@@ -174,6 +175,59 @@ def test_a_multipart_epilogue_is_read_and_an_empty_one_adds_nothing():
     assert "union select 1" in Features.build("POST", "/up", headers=ctype, body=head + hidden).canonical.body
     plain = [(x.kind, x.name) for x in request_fields(Features.build("POST", "/up", headers=ctype, body=head))]
     assert plain[-1] == ("form", "title")
+
+
+def _part(headers: list[str], content: bytes) -> bytes:
+    return b"--b\r\n" + b"".join(h.encode() + b"\r\n" for h in headers) + b"\r\n" + content + b"\r\n"
+
+
+SQLI = "1' union select password from users--"
+TEXT_PART = ['Content-Disposition: form-data; name="bio"']
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        # Content-Transfer-Encoding (Go's mime/multipart undoes quoted-printable unasked): every byte escaped
+        [_part(TEXT_PART + ["Content-Transfer-Encoding: quoted-printable"], "".join(f"={b:02X}" for b in SQLI.encode()).encode())],
+        [_part(TEXT_PART + ["Content-Transfer-Encoding: base64"], base64.encodebytes(SQLI.encode()))],
+        # the part's own charset, or a byte-order mark
+        [_part(TEXT_PART + ["Content-Type: text/plain; charset=utf-16"], SQLI.encode("utf-16"))],
+        [_part(TEXT_PART + ['Content-Type: text/plain; charset="UTF-16LE"'], SQLI.encode("utf-16-le"))],
+        [_part(TEXT_PART + ["Content-Type: text/plain; charset=ibm037"], SQLI.encode("cp037"))],
+        [_part(TEXT_PART, SQLI.encode("utf-32"))],
+        [_part(TEXT_PART + ["Content-Type: application/json"], json.dumps({"q": SQLI}).encode("utf-16-le"))],
+        # the form's _charset_ names the charset of its text parts
+        [_part(['Content-Disposition: form-data; name="_charset_"'], b"UTF-16LE"), _part(TEXT_PART, SQLI.encode("utf-16-le"))],
+        # both, in a file part
+        [_part(['Content-Disposition: form-data; name="doc"; filename="q.txt"', "Content-Type: text/plain; charset=utf-16",
+                "Content-Transfer-Encoding: base64"], base64.b64encode(SQLI.encode("utf-16")))],
+    ],
+)
+def test_a_multipart_part_is_read_as_its_own_headers_say(parts):
+    """A part in a transfer encoding or a charset that does not keep ASCII as ASCII reads, byte by byte, as
+    `=31=27=20...`, every other byte zero or EBCDIC noise, while an application that honours its headers reads
+    the payload."""
+    f = Features.build("POST", "/profile", headers={"Content-Type": "multipart/form-data; boundary=b"},
+                       body=b"".join(parts) + b"--b--\r\n")
+    assert SQLI in [x.value for x in request_fields(f)] + [json.loads(x.value)["q"] for x in request_fields(f) if x.value.startswith("{")]
+    assert "union select password" in f.canonical.body
+
+
+def test_other_multipart_parts_read_as_before():
+    from engine.fields import PartCoding, read_part
+
+    gif = base64.b64decode("R0lGODlhAQABAJH/AP///wAAAMDAwAAAACH5BAEAAAIALAAAAAABAAEAAAICVAEAOw==")
+    assert read_part({}, "caf\u00e9 = 3".encode()) == (PartCoding(), "caf\u00e9 = 3")
+    assert read_part({"content-type": "text/plain; charset=iso-8859-1"}, b"caf\xe9") == (PartCoding(), "caf\u00e9")
+    assert read_part({"content-transfer-encoding": "8bit"}, b"a=3D") == (PartCoding(), "a=3D")  # not quoted-printable
+    # base64 that is not base64 is read as sent; a binary file inside base64 is read as its printable strings
+    assert read_part({"content-transfer-encoding": "base64"}, b"not base64!") == (PartCoding("base64"), "not base64!")
+    assert read_part({"content-transfer-encoding": "base64"}, base64.b64encode(gif))[1] == read_part({}, gif)[1]
+    coding, text = read_part({"content-type": "text/plain; charset=utf-16", "content-transfer-encoding": "quoted-printable"},
+                             binascii.b2a_qp("x=1".encode("utf-16")))
+    assert text == "x=1" and read_part({"content-type": "text/plain; charset=utf-16", "content-transfer-encoding": "quoted-printable"},
+                                       coding.encode("hello"))[1] == "hello"  # encode() writes what reads back
 
 
 def test_a_json_key_given_twice_keeps_both_values():

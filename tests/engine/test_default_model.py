@@ -96,6 +96,29 @@ def test_an_attack_in_a_foreign_charset_is_blocked(model, body, ctype):
     assert decide(model, "POST", "/api/search", body, ctype) == "block"
 
 
+def _part(headers: str, content: bytes) -> bytes:
+    return (b'--b\r\nContent-Disposition: form-data; name="bio"\r\n' + headers.encode() + b"\r\n" + content
+            + b"\r\n--b--\r\n")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        _part("Content-Transfer-Encoding: quoted-printable\r\n", "".join(f"={c:02X}" for c in SQLI["q"].encode()).encode()),
+        _part("Content-Type: text/plain; charset=utf-16\r\n", SQLI["q"].encode("utf-16")),
+        _part("Content-Type: text/plain; charset=ibm037\r\n", SQLI["q"].encode("cp037")),
+    ],
+)
+def test_an_attack_in_a_multipart_part_coding_is_blocked(model, body):
+    """Read byte by byte, each of these parts got `origin` from the model (at confidence 1.0) and nothing from the rules."""
+    assert decide(model, "POST", "/account/profile", body, "multipart/form-data; boundary=b") == "block"
+
+
+def test_prose_in_a_utf16_part_passes(model):
+    body = _part("Content-Type: text/plain; charset=utf-16\r\n", PROSE["comment"].encode("utf-16"))
+    assert decide(model, "POST", "/account/profile", body, "multipart/form-data; boundary=b") != "block"
+
+
 def test_prose_in_utf16_passes(model):
     body = json.dumps(PROSE, ensure_ascii=False).encode("utf-16")
     assert decide(model, "POST", "/api/v1/comments", body, "application/json; charset=utf-16") != "block"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import urllib.parse
@@ -52,6 +53,14 @@ CASES = {
                                 body=gzip.compress(json.dumps({"user": "bob", "password": SECRET}).encode())),
     "multipart": Features.build("POST", "/signup", headers=MULTIPART, body=multipart(
         ("email", "a@example.com", None), ("password", SECRET, None), ("avatar", "GIF89a...", "me.gif"))),
+    # a multipart part read through its transfer encoding or charset: redacted as read, and written back the same way
+    "multipart quoted-printable": Features.build("POST", "/signup", headers=MULTIPART, body=(
+        b'--XyZ\r\nContent-Disposition: form-data; name="password"\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n'
+        + "".join(f"={b:02X}" for b in SECRET.encode()).encode() + b"\r\n--XyZ--\r\n")),
+    "multipart utf-16 base64": Features.build("POST", "/signup", headers=MULTIPART, body=(
+        b'--XyZ\r\nContent-Disposition: form-data; name="user"\r\n\r\nbob\r\n'
+        b'--XyZ\r\nContent-Disposition: form-data; name="password"\r\nContent-Type: text/plain; charset=utf-16\r\n'
+        b"Content-Transfer-Encoding: base64\r\n\r\n" + base64.b64encode(SECRET.encode("utf-16")) + b"\r\n--XyZ--\r\n")),
 }
 
 
@@ -69,6 +78,9 @@ def test_no_secret_survives_and_the_canonical_texts_meet(name):
     assert SECRET not in raw and urllib.parse.quote(SECRET) not in raw
     assert SECRET.lower() not in r.text
     assert redact.canonical(f.text) == r.text  # what the journal stores == what training will compute
+    if name.startswith("multipart "):
+        assert base64.b64encode(SECRET.encode("utf-16")) not in r.body and f"={ord(SECRET[0]):02X}".encode() not in r.body
+        assert "f password = [ID]" in r.canonical.body.split("\n")  # the placeholder, read back through the part's coding
     if name == "json utf-16":
         assert SECRET not in r.body.decode("utf-16") and json.loads(r.body.decode("utf-16"))["user"] == "bob"
 

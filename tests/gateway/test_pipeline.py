@@ -50,6 +50,25 @@ async def test_a_body_in_utf16_is_read_as_the_application_reads_it(make_gateway,
     assert resp.status == 200 and upstream.seen[-1].sha256 == hashlib.sha256(benign).hexdigest()
 
 
+async def test_a_quoted_printable_part_is_read_decoded_and_forwarded_as_sent(make_gateway, upstream):
+    """Go's mime/multipart undoes a part's quoted-printable unasked: `=31=27=20...` byte by byte says nothing."""
+    import hashlib
+
+    gw = await make_gateway()
+    headers = {"Content-Type": "multipart/form-data; boundary=b", "User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0"}
+
+    def form(text: str) -> bytes:
+        qp = "".join(f"={c:02X}" for c in text.encode()).encode()
+        return (b'--b\r\nContent-Disposition: form-data; name="bio"\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n'
+                + qp + b"\r\n--b--\r\n")  # fmt: skip
+
+    resp = await gw.proxy.post("/account/profile", data=form("1' union select password from users--"), headers=headers)
+    assert resp.status == 403 and upstream.seen == []
+    benign = form("Where is my order? I selected express delivery.")
+    resp = await gw.proxy.post("/account/profile", data=benign, headers=headers)
+    assert resp.status == 200 and upstream.seen[-1].sha256 == hashlib.sha256(benign).hexdigest()
+
+
 async def test_a_compressed_body_is_read_inflated_and_forwarded_as_sent(make_gateway, upstream):
     """Before, aiohttp inflated it on the way in and the origin got inflated bytes under `Content-Encoding: gzip`."""
     import gzip

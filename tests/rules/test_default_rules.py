@@ -149,6 +149,16 @@ ATTACKS = [
     ("protocol", raw("POST", "/upload", [("Content-Type", "multipart/form-data; boundary=a; boundary=b")], "--b\r\n\r\nx\r\n--b--\r\n")),
     ("sqli", raw("POST", "/upload", [("Content-Type", "multipart/form-data; boundary=b")],
                  '--b\r\nContent-Disposition: form-data; name="t"\r\n\r\nhi\r\n--b--\r\n--a\r\nContent-Disposition: form-data; name="q"\r\n\r\n1\' union select password from users--\r\n--a--\r\n')),  # parts in the epilogue
+    # a multipart part read as its own headers say: quoted-printable every byte, its charset, the form's _charset_
+    ("sqli", raw("POST", "/profile", [("Content-Type", "multipart/form-data; boundary=b")],
+                 b'--b\r\nContent-Disposition: form-data; name="bio"\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n'
+                 + "".join(f"={c:02X}" for c in b"1' union select password from users--").encode() + b"\r\n--b--\r\n")),
+    ("sqli", raw("POST", "/profile", [("Content-Type", "multipart/form-data; boundary=b")],
+                 b'--b\r\nContent-Disposition: form-data; name="bio"\r\nContent-Type: text/plain; charset=ibm037\r\n\r\n'
+                 + "1' union select password from users--".encode("cp037") + b"\r\n--b--\r\n")),
+    ("xss", raw("POST", "/profile", [("Content-Type", "multipart/form-data; boundary=b")],
+                b'--b\r\nContent-Disposition: form-data; name="_charset_"\r\n\r\nutf-16le\r\n--b\r\nContent-Disposition: form-data; name="bio"\r\n\r\n'
+                + '"><svg onload=alert(document.cookie)>'.encode("utf-16-le") + b"\r\n--b--\r\n")),
     # written in fullwidth and percent-encoded, nine characters a character as sent: still short values as read
     ("rce", q("".join(chr(ord(c) + 0xFEE0) if c != " " else "\u3000" for c in "| netsh firewall set opmode disable"), name="host")),
     ("traversal", q("".join(chr(ord(c) + 0xFEE0) for c in "/private/etc/httpd/httpd.conf.default"), name="file")),
@@ -249,6 +259,9 @@ BENIGN = [
     ("sql-question", q("how to drop table if exists in postgres")),
     ("windows-1252", raw("POST", "/comments", [("Content-Type", "application/x-www-form-urlencoded; charset=windows-1252")], "comment=Caf%E9+au+lait%2C+s%27il+vous+pla%EEt")),
     ("utf-16-prose", raw("POST", "/api/comments", [("Content-Type", "application/json; charset=utf-16")], json.dumps({"comment": "Where is my order? I selected express delivery."}).encode("utf-16"))),
+    ("utf-16-part", raw("POST", "/profile", [("Content-Type", "multipart/form-data; boundary=b")],
+                        b'--b\r\nContent-Disposition: form-data; name="bio"\r\nContent-Type: text/plain; charset=utf-16\r\n\r\n'
+                        + "Siobhán O'Connor, 5' 4\", likes select cheeses & union jacks".encode("utf-16") + b"\r\n--b--\r\n")),
     ("sql-docs", form(DOC_SQL)),
     ("sql-docs-json", js({"title": "union", "content": DOC_SQL})),
     ("shell-docs", js({"content": DOC_SHELL})),
