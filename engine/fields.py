@@ -150,7 +150,7 @@ def is_binary(data: bytes) -> bool:
     sample = data[:4096]
     if not sample:
         return False
-    if b"\0" in sample:
+    if b"\0" in sample or sample.startswith(b"%PDF-"):  # a PDF's compressed streams, read as text, are noise
         return True
     try:
         sample.decode("utf-8")
@@ -165,9 +165,58 @@ def is_binary(data: bytes) -> bool:
 _PRINTABLE_RUN = re.compile(rb"[\x20-\x7e\t]{4,}")
 
 
+_XMP_OPEN = (b"<?xpacket begin=", b"<x:xmpmeta")
+_XMP_CLOSE = {b"<?xpacket begin=": b"<?xpacket end=", b"<x:xmpmeta": b"</x:xmpmeta>"}
+_XML_TAG = re.compile(rb"<[^<>]{0,4096}>")
+_XMP_TAG = re.compile(rb"</?[\w.-]+:[\w.-]+(?:\s[^<>]*)?>|<\?xpacket\s[^<>]*\?>")  # prefixed, as RDF's elements are
+_XML_ATTR = re.compile(rb"""\s([\w:.-]+)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+_HANDLER = re.compile(rb"(?i)\son\w*\s*=")
+
+
+def _xmp_values(packet: bytes) -> bytes:
+    """An XMP packet as the values it holds: every attribute value and text, without the RDF markup and the
+    namespace declarations around them. A packet that holds anything else stays as it is: a tag without a
+    namespace prefix (`<script>`, `<img>`), an event-handler attribute, a declaration (`<!DOCTYPE`,
+    `<!ENTITY`) or another processing instruction (`<?php`). That is not metadata."""
+    tags = _XML_TAG.findall(packet)
+    if b"<!" in packet or packet.count(b"<") != len(tags) or not all(_XMP_TAG.fullmatch(t) and not _HANDLER.search(t) for t in tags):
+        return packet
+
+    def values(tag: re.Match) -> bytes:
+        if tag.group(0).startswith(b"<?"):
+            return b" "  # <?xpacket begin="BOM" id="W5M0MpCehiHzreSzNTczkc9d"?>: the same in every packet
+        kept = [v1 or v2 for name, v1, v2 in _XML_ATTR.findall(tag.group(0)) if not name.startswith(b"xmlns") and (v1 or v2)]
+        return b" " + b" ".join(kept) + b" "
+
+    return re.sub(rb"\s+", b" ", _XML_TAG.sub(values, packet))
+
+
+def xmp_read(data: bytes) -> bytes:
+    """`data` with each XMP metadata packet (images, PDFs: Photoshop, Lightroom, phone cameras and screenshot
+    tools write one) reduced to its values (_xmp_values). Read as markup, a photo's metadata is XML full of
+    namespaces, which the model had only seen in XML attacks: it blocked 20 of 22 such PNGs on a real upload
+    form. Values stay, so a payload placed in a metadata field is still read. One pass, linear in `data`."""
+    if b"xmp" not in data:
+        return data
+    out, at = [], 0
+    while True:
+        starts = [(i, o) for o in _XMP_OPEN if (i := data.find(o, at)) >= 0]
+        if not starts:
+            break
+        start, opener = min(starts)
+        end = data.find(_XMP_CLOSE[opener], start + len(opener))
+        if end < 0:
+            break
+        end = data.find(b">", end) + 1 or len(data)
+        out += [data[at:start], _xmp_values(data[start:end])]
+        at = end
+    return b"".join(out) + data[at:] if out else data
+
+
 def printable_strings(data: bytes, limit: int = 64) -> str:
-    """The printable runs inside binary data (like `strings`): a payload hidden in a file is still seen."""
-    runs = _PRINTABLE_RUN.findall(data[: 1 << 20])
+    """The printable runs inside binary data (like `strings`): a payload hidden in a file is still seen. An XMP
+    metadata packet is read as its values (xmp_read)."""
+    runs = _PRINTABLE_RUN.findall(xmp_read(data[: 1 << 20]))
     return " ".join(r.decode("ascii") for r in runs[:limit])
 
 
