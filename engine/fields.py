@@ -213,11 +213,20 @@ def xmp_read(data: bytes) -> bytes:
     return b"".join(out) + data[at:] if out else data
 
 
+LONG_RUN = 12  # printable characters: random or compressed bytes hold a run this long about once in 150 KB
+MAX_LONG_RUNS = 1024
+
+
 def printable_strings(data: bytes, limit: int = 64) -> str:
-    """The printable runs inside binary data (like `strings`): a payload hidden in a file is still seen. An XMP
-    metadata packet is read as its values (xmp_read)."""
+    """The printable runs inside binary data (like `strings`), so that a payload hidden in a file is still seen:
+    the first `limit` runs (a file's header and metadata, whatever their length), then every later run of at
+    least LONG_RUN characters, up to MAX_LONG_RUNS of them. Code appended to an image (a polyglot web shell) or
+    a comment chunk after its pixels is such a run; the short runs that compressed pixels are full of are
+    noise. An XMP metadata packet is read as its values (xmp_read)."""
     runs = _PRINTABLE_RUN.findall(xmp_read(data[: 1 << 20]))
-    return " ".join(r.decode("ascii") for r in runs[:limit])
+    if len(runs) > limit:
+        runs = runs[:limit] + [r for r in runs[limit:] if len(r) >= LONG_RUN][:MAX_LONG_RUNS]
+    return " ".join(r.decode("ascii") for r in runs)
 
 
 def split_pairs(s: str, sep: str = "&") -> Iterator[tuple[str, str | None]]:

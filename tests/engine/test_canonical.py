@@ -392,3 +392,20 @@ def test_a_pdf_is_read_as_its_printable_strings():
     f = Features.build("POST", "/up", headers={"Content-Type": "multipart/form-data; boundary=b"},
                        body=b'--b\r\nContent-Disposition: form-data; name="cv"; filename="cv.pdf"\r\n\r\n' + pdf + b"\r\n--b--\r\n")
     assert "/type /catalog" in f.canonical.body and "ú" not in f.canonical.body  # the stream x\\xda... is gone
+
+
+def test_a_long_printable_run_late_in_a_binary_file_is_read():
+    """A web shell appended to an image used to fall past the first 64 runs, which were all the engine read of a
+    binary file; the short runs of compressed pixels stay out."""
+    import random
+
+    from engine.fields import LONG_RUN, printable_strings
+
+    rng = random.Random(3)
+    pixels = bytes(rng.randrange(256) for _ in range(200_000))
+    shell = b'<?php system($_GET["c"]); ?>'
+    text = printable_strings(b"\x89PNG\r\n\x1a\n" + pixels + shell)
+    assert shell.decode() in text
+    kept = text.split(" ")
+    assert len(kept) < 200  # 64 runs of any length, then only long ones (random bytes hold a few)
+    assert all(len(r) >= LONG_RUN for r in printable_strings(b"\x00".join([b"abcd"] * 100 + [b"x" * 20])).split(" ")[64:])
