@@ -6,7 +6,7 @@ The corpus's benign uploads are generated: random bytes behind an image or PDF h
 benchmark uploads real files made by real tools, found on this machine: icons, screenshots, photos and figures
 that installed packages ship (PNG, JPEG, GIF, WebP, TIFF, ICO, SVG, PDF; system folders and this Python's
 site-packages), up to `--per-type` of each kind drawn
-with `--seed`, plus every such file that carries an XMP metadata packet (screenshot tools, Photoshop, phone
+with `--seed` (each content once: packages ship the same icon many times), plus every such file that carries an XMP metadata packet (screenshot tools, Photoshop, phone
 cameras write one). Package documentation (/usr/share/doc, /usr/share/man) is not read: it is kept for
 bench/independent.py. Each file is posted the way a browser posts an avatar or an attachment: a multipart form
 with a title field and the file part under its own Content-Type. Every such request is benign, so every block is
@@ -28,6 +28,7 @@ no content) and a PNG chart.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -95,7 +96,10 @@ def find_files(roots: tuple[str, ...], per_type: int, seed: int) -> list[Path]:
     rng = random.Random(seed)
     picked: dict[Path, None] = {}
     for kind in sorted(found):
-        files = sorted(found[kind])
+        by_content: dict[str, Path] = {}
+        for p in sorted(found[kind]):  # one copy of each file: packages ship the same icon many times
+            by_content.setdefault(hashlib.sha256(p.read_bytes()).hexdigest(), p)
+        files = sorted(by_content.values())
         for p in rng.sample(files, min(per_type, len(files))):
             picked[p] = None
         for p in files:  # every file with XMP: the family the sample would hold only a few of

@@ -11,7 +11,8 @@ json (one per leaf: name is the dotted path), body (any other body, as text).
 Bodies are read as UTF-8, with Latin-1 for bytes that are not, except where the application reads them another
 way: a declared charset that does not keep ASCII as ASCII (UTF-16, UTF-32, UTF-7, EBCDIC), or UTF-16/32 shown by
 a byte-order mark or JSON's zero-byte pattern (body_codec); a gzip or deflate body is read inflated (inflated).
-A multipart part is read as its own headers say (read_part): its Content-Transfer-Encoding undone, then its
+A body or part read in such a codec is read as sent as well (a server that ignores the charset reads that). A
+multipart part is read as its own headers say (read_part): its Content-Transfer-Encoding undone, then its
 charset, or the form's `_charset_`, where that does not keep ASCII as ASCII. A JSON object that gives a key twice
 yields a leaf for each value.
 """
@@ -88,14 +89,25 @@ def _sniffed_codec(body: bytes, json_like: bool) -> str | None:
     return None
 
 
+WIDE = ("utf-16", "utf-32")  # the codecs in which every ASCII character holds a zero byte
+
+
 def body_codec(body: bytes, ctype: str, opts: dict[str, str]) -> str | None:
     """The codec an application reads `body` (of Content-Type `ctype; opts`, as _content_type splits it) with
     where that is not byte by byte: the foreign charset declared, or the UTF-16/32 it is sniffed as. None for
-    every other body (read as UTF-8, with Latin-1 for bytes that are not). Multipart parts: read_part, one by one."""
+    every other body (read as UTF-8, with Latin-1 for bytes that are not). Multipart parts: read_part, one by one.
+    body_fields reads a body in such a codec as sent too."""
     if not body or ctype.startswith("multipart/"):
         return None
     codec = foreign_codec(opts["charset"]) if opts.get("charset") else None
-    return codec or _sniffed_codec(body, "json" in ctype or not ctype)
+    return _fits(codec or _sniffed_codec(body, "json" in ctype or not ctype), body)
+
+
+def _fits(codec: str | None, data: bytes) -> str | None:
+    """`codec`, unless it is UTF-16 or UTF-32 and `data` has no zero byte: then the bytes are not in it (every
+    ASCII character of either holds one), and decoded they would be CJK noise. ASCII declared UTF-16 is read as
+    sent, as most servers read it, whatever it declares."""
+    return None if codec and codec.startswith(WIDE) and b"\0" not in data[:65536] else codec
 
 
 MAX_INFLATED = 1 << 20  # a compressed body is read up to its first MiB once inflated, as the gateway shows the
@@ -314,11 +326,12 @@ def _multipart(body: bytes, boundary: str) -> list[Field] | None:
         disp = hdrs.get("content-disposition", "")
         name = _param(disp, "name")
         filename = _param(disp, "filename")
-        if filename is None and "filename*" not in disp:
-            out.append(Field("form", name or "", read_part(hdrs, content, charset)[1]))
-        else:
-            value = read_part(hdrs, content)[1]
-            out.append(Field("upload", f"{name or ''};{filename or ''};{hdrs.get('content-type', '')}", value))
+        text_part = filename is None and "filename*" not in disp
+        coding, value = read_part(hdrs, content, charset if text_part else None)
+        kind, key = ("form", name or "") if text_part else ("upload", f"{name or ''};{filename or ''};{hdrs.get('content-type', '')}")
+        out.append(Field(kind, key, value))
+        if coding.codec and coding.codec.startswith(WIDE):  # also as sent, as body_fields reads a body: a server that ignores the charset reads that
+            out.append(Field(kind, key, _bytes_text(coding.decoded(content))))
     if epilogue.strip() and len(out) < MAX_FIELDS:
         out.append(Field("form", "(epilogue)", printable_strings(epilogue) if is_binary(epilogue) else text_of(epilogue)))
     return out
@@ -394,10 +407,14 @@ def read_part(hdrs: dict[str, str], content: bytes, charset: str | None = None) 
     data = coding.decoded(content)
     ptype, opts = _media_type(hdrs.get("content-type", ""))
     declared = opts.get("charset") or charset
-    codec = (foreign_codec(declared) if declared else None) or _sniffed_codec(data, "json" in ptype)
+    codec = _fits((foreign_codec(declared) if declared else None) or _sniffed_codec(data, "json" in ptype), data)
     if codec:
         return dataclasses.replace(coding, codec=codec), data.decode(codec, "replace")
-    return coding, printable_strings(data) if is_binary(data) else text_of(data)
+    return coding, _bytes_text(data)
+
+
+def _bytes_text(data: bytes) -> str:
+    return printable_strings(data) if is_binary(data) else text_of(data)
 
 
 def _param(header: str, key: str) -> str | None:
@@ -419,9 +436,23 @@ def body_fields(features: Features) -> list[Field]:
         if parts is not None:
             return parts
     codec = body_codec(body, ctype, opts)
+    if codec is None or not codec.startswith(WIDE):  # EBCDIC and UTF-7 declared are blocked (proto-foreign-charset)
+        return _text_fields(body, codec, ctype)
+    # also as sent: most servers ignore a declared charset, so ASCII declared UTF-16 with a few zero bytes put in to
+    # look the part (which, decoded, is CJK noise) still reaches them. A body that really is UTF-16 or UTF-32 has a
+    # zero byte in every ASCII character: as sent, it has no printable run at all.
+    decoded = _text_fields(body, codec, ctype)
+    typed = body.count(b"\0", 0, 4096) * 4 < min(len(body), 4096)  # a few zero bytes: still the form it says it is
+    as_sent = _text_fields(body, None, ctype, typed=typed and (ctype == "application/x-www-form-urlencoded" or "json" in ctype))
+    return decoded + as_sent[: max(0, MAX_FIELDS - len(decoded))]
+
+
+def _text_fields(body: bytes, codec: str | None, ctype: str, typed: bool = False) -> list[Field]:
+    """The fields of a body that is not multipart. `typed`: parse it as its Content-Type says even if it looks
+    binary (the zero bytes of UTF-16 read as sent)."""
     text = body.decode(codec, "replace") if codec else None
     if text is None:
-        if is_binary(body):
+        if not typed and is_binary(body):
             return [Field("body", "binary", printable_strings(body))]
         text = text_of(body)
     if ctype == "application/x-www-form-urlencoded" or (not ctype and _looks_like_form(text)):

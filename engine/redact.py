@@ -25,7 +25,7 @@ from typing import Any, Iterable
 from engine.canonical import normalize
 from engine.features import Features
 from engine.fields import (
-    _content_type, _looks_like_form, _param, body_codec, form_charset, is_binary, part_headers, read_part, split_pairs,
+    WIDE, _content_type, _looks_like_form, _param, body_codec, form_charset, is_binary, part_headers, read_part, split_pairs,
     text_of,
 )
 
@@ -105,6 +105,14 @@ def _body(features: Features, names: frozenset[str]) -> bytes:
     body = features.body
     ctype, opts = _content_type(features)
     codec = body_codec(body, ctype, opts)  # UTF-16, EBCDIC ...: the names are not there as bytes, but they are there
+    out = _read_body(body, ctype, opts, codec, names)
+    if codec is not None and codec.startswith(WIDE) and out.decode(codec, "replace") == body.decode(codec, "replace"):
+        # nothing to hide as decoded: read as sent, as engine.fields.body_fields also does (ASCII declared UTF-16)
+        return _read_body(body, ctype, opts, None, names)
+    return out
+
+
+def _read_body(body: bytes, ctype: str, opts: dict[str, str], codec: str | None, names: frozenset[str]) -> bytes:
     if codec is None:
         lower = body.lower()
         if not any(n.encode() in lower for n in names) and not any(e in body for e in (b"%", b"\\", b"&#")):

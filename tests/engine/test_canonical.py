@@ -2,6 +2,7 @@
 
 import base64
 import binascii
+import codecs
 import gzip
 import json
 import zlib
@@ -119,6 +120,27 @@ def test_a_body_in_a_foreign_charset_is_read_as_its_application_reads_it(ctype, 
     fields = {(x.kind, x.name): x.value for x in request_fields(f)}
     assert fields.get(("json", "q"), fields.get(("form", "q"))) == "1' union select password from users--"
     assert "union select password" in f.canonical.body
+
+
+@pytest.mark.parametrize(
+    "ctype,body,wide",
+    [
+        ("application/x-www-form-urlencoded; charset=utf-16", b"name=x&q=1'+union+select+password+from+users--", "utf-16"),
+        ("application/json; charset=utf-32", json.dumps(SQLI_JSON).encode(), "utf-32"),
+        ("application/json", codecs.BOM_UTF16_LE + json.dumps(SQLI_JSON).encode(), "utf-16"),  # a mark, then ASCII
+        # zero bytes put in to look the part: read both ways
+        ("application/x-www-form-urlencoded; charset=utf-16", b"pad=\0\0\0\0&name=x&q=1'+union+select+password+from+users--", "utf-16"),
+    ],
+)
+def test_ascii_declared_or_marked_wide_is_read_as_sent_too(ctype, body, wide):
+    """Decoded as UTF-16 or UTF-32, an ASCII body is CJK noise, while a server that ignores the charset (most do)
+    or the mark reads the payload. A body that really is UTF-16 has no printable run as sent, so reading both
+    costs it nothing."""
+    f = Features.build("POST", "/api/search", headers={"Content-Type": ctype}, body=body)
+    assert "union select password" in f.canonical.body
+    assert any("1' union select password from users--" in x.value.replace("+", " ") for x in request_fields(f))
+    real = Features.build("POST", "/api/search", headers={"Content-Type": ctype}, body=body.lstrip(codecs.BOM_UTF16_LE).replace(b"\0", b"").decode().encode(wide))
+    assert [x.value for x in request_fields(real) if x.kind == "body"] in ([], [""])
 
 
 @pytest.mark.parametrize(

@@ -90,6 +90,7 @@ PROSE = {"name": "Siobhán O'Connor", "comment": "Where is my order? I selected 
         (json.dumps(SQLI).encode("utf-16"), "application/json; charset=utf-16"),
         (json.dumps(SQLI).encode("utf-16-le"), "application/json"),
         (json.dumps(SQLI).encode("cp037"), "application/json; charset=ibm037"),
+        (json.dumps(SQLI).encode(), "application/json; charset=utf-16"),  # ASCII declared UTF-16: CJK noise decoded
     ],
 )
 def test_an_attack_in_a_foreign_charset_is_blocked(model, body, ctype):

@@ -53,6 +53,9 @@ CASES = {
                                 body=gzip.compress(json.dumps({"user": "bob", "password": SECRET}).encode())),
     "multipart": Features.build("POST", "/signup", headers=MULTIPART, body=multipart(
         ("email", "a@example.com", None), ("password", SECRET, None), ("avatar", "GIF89a...", "me.gif"))),
+    # ASCII declared UTF-16: read as sent too, so redacted as sent
+    "form ascii declared utf-16": Features.build("POST", "/login", headers=(("content-type", "application/x-www-form-urlencoded; charset=utf-16"),),
+                                                 body=f"user=bob&password={SECRET}".encode()),
     # a multipart part read through its transfer encoding or charset: redacted as read, and written back the same way
     "multipart quoted-printable": Features.build("POST", "/signup", headers=MULTIPART, body=(
         b'--XyZ\r\nContent-Disposition: form-data; name="password"\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n'

@@ -149,6 +149,7 @@ ATTACKS = [
     ("protocol", raw("POST", "/upload", [("Content-Type", "multipart/form-data; boundary=a; boundary=b")], "--b\r\n\r\nx\r\n--b--\r\n")),
     ("sqli", raw("POST", "/upload", [("Content-Type", "multipart/form-data; boundary=b")],
                  '--b\r\nContent-Disposition: form-data; name="t"\r\n\r\nhi\r\n--b--\r\n--a\r\nContent-Disposition: form-data; name="q"\r\n\r\n1\' union select password from users--\r\n--a--\r\n')),  # parts in the epilogue
+    ("sqli", raw("POST", "/api/search", [("Content-Type", "application/x-www-form-urlencoded; charset=utf-16")], "q=1'+union+select+password+from+users--")),  # ASCII declared UTF-16
     # a multipart part read as its own headers say: quoted-printable every byte, its charset, the form's _charset_
     ("sqli", raw("POST", "/profile", [("Content-Type", "multipart/form-data; boundary=b")],
                  b'--b\r\nContent-Disposition: form-data; name="bio"\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n'
