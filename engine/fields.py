@@ -123,7 +123,7 @@ def inflate(data: bytes, content_encoding: str, limit: int = MAX_INFLATED) -> by
         wbits = _CODINGS.get(c)
         if wbits is None:
             return None
-        for w in (wbits, -15) if c == "deflate" else (wbits,):
+        for w in (wbits, -15, 31) if c == "deflate" else (wbits,):  # deflate: zlib, raw deflate, or gzip mislabelled
             try:
                 data = zlib.decompressobj(w).decompress(data, limit)
                 break
@@ -459,15 +459,21 @@ def _text_fields(body: bytes, codec: str | None, ctype: str, typed: bool = False
     if ctype == "application/x-www-form-urlencoded" or (not ctype and _looks_like_form(text)):
         return [Field("form", n, v if v is not None else "") for n, v in split_pairs(text)][:MAX_FIELDS]
     if "json" in ctype or (not ctype and text.lstrip()[:1] in ("{", "[")):
-        try:
-            obj = json.loads(text, object_pairs_hook=_json_object)
-        except (ValueError, RecursionError):
-            pass
-        else:
-            out: list[Field] = []
-            _json_leaves(obj, "", 0, out)
-            return out
+        leaves = json_fields(text)
+        if leaves is not None:
+            return leaves
     return [Field("body", "", text)]
+
+
+def json_fields(text: str) -> list[Field] | None:
+    """The leaves of `text` as JSON (`json` fields), or None where it does not parse."""
+    try:
+        obj = json.loads(text, object_pairs_hook=_json_object)
+    except (ValueError, RecursionError):
+        return None
+    out: list[Field] = []
+    _json_leaves(obj, "", 0, out)
+    return out
 
 
 _FORM = re.compile(r"^[\w.\-\[\]%+]+=[^\s]*(&[\w.\-\[\]%+]+=[^\s]*)*$")

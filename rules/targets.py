@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from engine.canonical import QUIET_HEADERS, QUIET_PREFIXES, _b64_text
 from engine.features import Features
-from engine.fields import Field, body_text, request_fields
+from engine.fields import Field, body_text, json_fields, request_fields
 from rules.transforms import base64_decode, nfkc
 
 # target name → what it selects
@@ -249,16 +249,20 @@ def units(features: Features, wanted: frozenset[str], split_large: bool = False)
     if len(features.body) > LARGE_BODY and not split_large:
         _large_body(b, features)
         features = dataclasses.replace(features, body=b"")  # headers, query and cookies still split
-    text, body_targets = "", ("body",)
+    texts, body_targets = [], ("body",)
     for f in request_fields(features):
         if f.kind == "body":
-            text = f.value  # unparsed text, or the printable strings of a binary body
+            texts.append(f.value)  # unparsed text, or the printable strings of a binary body (read both ways: two)
             if f.name != "binary" and _one_json_document(features.header("content-type")):
                 # declared JSON that does not parse ({"user": {"$gt": undefined}}): a lenient parser may still
                 # read it, so argument rules read it whole, as they read a large body
                 body_targets = LARGE_BODY_TARGETS["json"]
+            elif f.name != "binary" and f.value.lstrip()[:1] in ("{", "[") and (leaves := json_fields(f.value)):
+                # JSON under another Content-Type (text/plain): many APIs parse the body whatever it declares
+                for leaf in leaves:
+                    _field(b, leaf)
         elif f.kind not in ("method", "path"):
             _field(b, f)
     if features.body and not wanted.isdisjoint(body_targets):
-        b.add(body_targets, text or body_text(features, MAX_BODY_CHARS))
+        b.add(body_targets, "\n".join(t for t in texts if t) or body_text(features, MAX_BODY_CHARS))
     return b.finish()

@@ -150,6 +150,9 @@ ATTACKS = [
     ("sqli", raw("POST", "/upload", [("Content-Type", "multipart/form-data; boundary=b")],
                  '--b\r\nContent-Disposition: form-data; name="t"\r\n\r\nhi\r\n--b--\r\n--a\r\nContent-Disposition: form-data; name="q"\r\n\r\n1\' union select password from users--\r\n--a--\r\n')),  # parts in the epilogue
     ("sqli", raw("POST", "/api/search", [("Content-Type", "application/x-www-form-urlencoded; charset=utf-16")], "q=1'+union+select+password+from+users--")),  # ASCII declared UTF-16
+    ("protocol", raw("POST", "/api/search", [("Content-Type", "application/json"), ("Content-Encoding", "br")], b"\x1b\x2f\x00\xf8noise")),  # a coding the engine cannot read
+    ("sqli", raw("POST", "/api/search", [("Content-Type", "text/plain")], json.dumps({"q": "1' union select password from users--"}))),  # JSON under text/plain
+    ("sqli", raw("POST", "/api/search", [("Content-Type", "application/json"), ("Content-Encoding", "deflate")], gzip.compress(json.dumps({"q": "1' union select password from users--"}).encode()))),  # gzip labelled deflate
     # a multipart part read as its own headers say: quoted-printable every byte, its charset, the form's _charset_
     ("sqli", raw("POST", "/profile", [("Content-Type", "multipart/form-data; boundary=b")],
                  b'--b\r\nContent-Disposition: form-data; name="bio"\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n'
@@ -263,6 +266,8 @@ BENIGN = [
     ("utf-16-part", raw("POST", "/profile", [("Content-Type", "multipart/form-data; boundary=b")],
                         b'--b\r\nContent-Disposition: form-data; name="bio"\r\nContent-Type: text/plain; charset=utf-16\r\n\r\n'
                         + "Siobhán O'Connor, 5' 4\", likes select cheeses & union jacks".encode("utf-16") + b"\r\n--b--\r\n")),
+    ("gzip-json", raw("POST", "/api/comments", [("Content-Type", "application/json"), ("Content-Encoding", "gzip")], gzip.compress(json.dumps({"comment": "Where is my order? I selected express delivery."}).encode()))),
+    ("json-text-plain", raw("POST", "/api/comments", [("Content-Type", "text/plain;charset=UTF-8")], json.dumps({"comment": "Let's meet at 5 o'clock; bring the 'A' team."}))),
     ("sql-docs", form(DOC_SQL)),
     ("sql-docs-json", js({"title": "union", "content": DOC_SQL})),
     ("shell-docs", js({"content": DOC_SHELL})),
