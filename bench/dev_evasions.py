@@ -28,14 +28,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.plotting import pyplot  # noqa: E402
+from bench.plotting import DECIDERS, pyplot, save  # noqa: E402
 from engine import bundle as bundles  # noqa: E402
 from engine.eval import features_of, predict, truth  # noqa: E402
 from engine.model import Model  # noqa: E402
 from engine.train.calibrate import rules_blocks  # noqa: E402
 
 
-LABEL = {"rules": "rules alone", "model": "model alone", "served": "served (model + rules)"}
 
 
 def log(msg: str) -> None:
@@ -82,18 +81,14 @@ def chart(result: dict, out: Path) -> Path | None:
     width = 0.8 / len(series)
     for k, how in enumerate(series):
         vals = [100 * result["plain"][how]] + [100 * rows[t][how] for t in rows]
-        ax.bar([i + k * width for i in range(len(names))], vals, width, label=LABEL[how])
+        ax.bar([i + k * width for i in range(len(names))], vals, width, label=DECIDERS[how])
     ax.set_xticks([i + width * (len(series) - 1) / 2 for i in range(len(names))], names, rotation=30, ha="right")
     low = min([100 * result["plain"][s] for s in series] + [100 * rows[t][s] for t in rows for s in series])
     ax.set_ylim(max(0.0, low - 5), 100.5)
     ax.set_ylabel("attacks blocked (%)")
     ax.set_title(f"{result['bundle']}, {result['rules']}: evasions of {result['evasions']:,} dev-split attacks")
     ax.legend(loc="lower left")
-    fig.tight_layout()
-    path = out / "dev_evasions.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(plt, fig, out / "dev_evasions.png")
 
 
 def main(argv=None) -> int:
@@ -145,7 +140,7 @@ def main(argv=None) -> int:
     png = chart(result, out)
 
     hows = list(result["plain"])
-    head = "".join(f"{LABEL[h].split(' (')[0]:>13s}" for h in hows)
+    head = "".join(f"{DECIDERS[h].split(' (')[0]:>13s}" for h in hows)
     print(f"\n{bundle.id}, {result['rules']}: {len(records):,} evasions of dev-split attacks (never trained on)")
     print(f"{'':28s}{'n':>7s}{head}")
     print(f"{'plain (dev, as sent)':28s}{len(plain):7,d}" + "".join(f"{100 * result['plain'][h]:12.2f}%" for h in hows))

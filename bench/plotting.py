@@ -7,6 +7,7 @@ skipped with a note instead of failing after the work is done.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 
 def pyplot():
@@ -20,3 +21,15 @@ def pyplot():
         print("matplotlib not installed: no chart (pip install -e '.[bench]')", file=sys.stderr)
         return None
     return plt
+
+
+# how a request was decided, as the charts that compare the three name them
+DECIDERS = {"rules": "rules alone", "model": "model alone", "served": "served (model + rules)"}
+
+
+def save(plt, fig, path: Path, dpi: int = 110) -> Path:
+    """Lay the figure out, write it to `path` and free it."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path

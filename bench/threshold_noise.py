@@ -28,7 +28,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.plotting import pyplot  # noqa: E402
+from bench.plotting import pyplot, save  # noqa: E402
 from engine import bundle as bundles  # noqa: E402
 from engine.eval import features_of, predict, read_records, truth  # noqa: E402
 from engine.model import Model  # noqa: E402
@@ -112,11 +112,7 @@ def chart(result: dict, draws: dict[str, np.ndarray], test: dict[str, np.ndarray
         handles, labels = handles + h2, labels + l2
     ax.legend(handles, labels, loc="upper left", fontsize=8)
     ax.set_title(f"{result['bundle']}: where its threshold could have landed ({result['dev_benign']:,} dev benign)")
-    fig.tight_layout()
-    path = out / "threshold_noise.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save(plt, fig, out / "threshold_noise.png", dpi=120)
 
 
 def main(argv=None) -> int:

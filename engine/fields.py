@@ -226,7 +226,7 @@ def xmp_read(data: bytes) -> bytes:
     return b"".join(out) + data[at:] if out else data
 
 
-LONG_RUN = 12  # printable characters: random or compressed bytes hold a run this long about once in 150 KB
+LONG_RUN = 12  # printable characters: random bytes hold a run this long about once in 150 KB ((95/256)^12)
 MAX_LONG_RUNS = 1024
 
 
@@ -261,8 +261,7 @@ def cookies(header_value: str) -> Iterator[tuple[str, str]]:
 
 
 def _content_type(features: Features) -> tuple[str, dict[str, str]]:
-    raw = features.header("content-type")
-    return _media_type(raw)
+    return _media_type(features.header("content-type"))
 
 
 class _Duplicates(list):

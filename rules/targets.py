@@ -250,15 +250,17 @@ def units(features: Features, wanted: frozenset[str], split_large: bool = False)
         _large_body(b, features)
         features = dataclasses.replace(features, body=b"")  # headers, query and cookies still split
     texts, body_targets = [], ("body",)
+    ctype = features.header("content-type").split(";", 1)[0].strip().lower()
     for f in request_fields(features):
         if f.kind == "body":
             texts.append(f.value)  # unparsed text, or the printable strings of a binary body (read both ways: two)
-            if f.name != "binary" and _one_json_document(features.header("content-type")):
+            if f.name != "binary" and _one_json_document(ctype):
                 # declared JSON that does not parse ({"user": {"$gt": undefined}}): a lenient parser may still
                 # read it, so argument rules read it whole, as they read a large body
                 body_targets = LARGE_BODY_TARGETS["json"]
-            elif f.name != "binary" and f.value.lstrip()[:1] in ("{", "[") and (leaves := json_fields(f.value)):
-                # JSON under another Content-Type (text/plain): many APIs parse the body whatever it declares
+            elif f.name != "binary" and ctype and "json" not in ctype and f.value.lstrip()[:1] in ("{", "[") and (leaves := json_fields(f.value)):
+                # JSON under another Content-Type (text/plain): many APIs parse the body whatever it declares (a JSON
+                # type, or none, body_fields has tried already: what is left did not parse, NDJSON for one)
                 for leaf in leaves:
                     _field(b, leaf)
         elif f.kind not in ("method", "path"):
