@@ -296,30 +296,62 @@ def _json_leaves(obj: Any, path: str, depth: int, out: list[Field]) -> None:
         out.append(Field("json", path, json.dumps(obj)))
 
 
-def _multipart(body: bytes, boundary: str) -> list[Field] | None:
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One multipart part as split: `chunks[index] == lead + head + sep + content + tail`, where `chunks` is the
+    body split at the delimiter (multipart_split), so a part can be rewritten in place (engine.redact)."""
+
+    index: int
+    lead: bytes  # the line break that ends the delimiter line
+    head: bytes
+    sep: bytes  # the blank line: CRLF CRLF, or LF LF for a body that takes bare LFs
+    content: bytes  # as read: without the line break that precedes the next delimiter
+    tail: bytes
+    headers: dict[str, str]
+    epilogue: bool = False  # after the close delimiter (split so only with epilogue_parts)
+
+
+def multipart_split(body: bytes, boundary: str, limit: int = MAX_FIELDS, epilogue_parts: bool = False,
+                    ) -> tuple[bytes, list[bytes], list[Part], bytes] | None:
+    """A multipart body → (delimiter, the body split at it, its parts (at most `limit`), the epilogue); None
+    without a boundary or a delimiter. The one splitter for the engine's reading and the journal's redaction.
+    With `epilogue_parts`, what follows the close delimiter is split into parts too, as a lenient parser reads it
+    (redaction: a secret there is still a secret), and the epilogue returned is empty."""
     if not boundary:
         return None
     delim = b"--" + boundary.encode("latin-1", "replace")
     chunks = body.split(delim)
     if len(chunks) < 2:
         return None
-    parts: list[tuple[dict[str, str], bytes]] = []
+    parts: list[Part] = []
     epilogue = b""
+    closed = False
     for k, chunk in enumerate(chunks[1:], 1):
-        if chunk.startswith(b"--"):
+        closed = closed or chunk.startswith(b"--")
+        if closed and not epilogue_parts:
             # the epilogue: compliant parsers drop it, but a lenient one (or one that took another boundary from a
             # Content-Type naming two) reads parts there, so it is read too, as one more text part
             epilogue = delim.join(chunks[k:])[2:]
             break
-        chunk = chunk[2:] if chunk.startswith(b"\r\n") else chunk.lstrip(b"\n")
-        head, sep, content = chunk.partition(b"\r\n\r\n")
+        rest = chunk[2:] if chunk.startswith(b"\r\n") else chunk.lstrip(b"\n")
+        lead = chunk[: len(chunk) - len(rest)]
+        head, sep, content = rest.partition(b"\r\n\r\n")
         if not sep:
-            head, sep, content = chunk.partition(b"\n\n")
-        if content.endswith(b"\r\n"):
-            content = content[:-2]
-        parts.append((part_headers(head), content))
-        if len(parts) >= MAX_FIELDS:
+            head, sep, content = rest.partition(b"\n\n")
+        # the line break before the next delimiter belongs to it: CRLF, or a bare LF (as lenient parsers take it)
+        tail = b"\r\n" if content.endswith(b"\r\n") else b"\n" if content.endswith(b"\n") else b""
+        parts.append(Part(k, lead, head, sep, content[: len(content) - len(tail)], tail, part_headers(head), closed))
+        if len(parts) >= limit:
             break
+    return delim, chunks, parts, epilogue
+
+
+def _multipart(body: bytes, boundary: str) -> list[Field] | None:
+    split = multipart_split(body, boundary)
+    if split is None:
+        return None
+    _, _, cut, epilogue = split
+    parts = [(p.headers, p.content) for p in cut]
     charset = form_charset(parts)
     out: list[Field] = []
     for hdrs, content in parts:

@@ -25,7 +25,7 @@ from typing import Any, Iterable
 from engine.canonical import normalize
 from engine.features import Features
 from engine.fields import (
-    WIDE, _content_type, _looks_like_form, _param, body_codec, form_charset, is_binary, part_headers, read_part, split_pairs,
+    MAX_FIELDS, WIDE, _content_type, _looks_like_form, _param, body_codec, form_charset, is_binary, multipart_split, read_part, split_pairs,
     text_of,
 )
 
@@ -150,26 +150,21 @@ def _json(obj: Any, hit: bool, names: frozenset[str]) -> Any:
 
 
 def _multipart(body: bytes, boundary: str, names: frozenset[str]) -> bytes:
-    if not boundary:
+    # every part, past the engine's limit and after the close delimiter too: a secret there is still a secret
+    split = multipart_split(body, boundary, limit=len(body), epilogue_parts=True)
+    if split is None:
         return body
-    delim = b"--" + boundary.encode("latin-1", "replace")
-    chunks = body.split(delim)
-    split = []  # (chunk index, head, separator, content, part headers) of each part with a header block
-    for i, chunk in enumerate(chunks[1:], 1):
-        head, sep, content = chunk.partition(b"\r\n\r\n")
-        if sep:
-            split.append((i, head, sep, content, part_headers(head)))
-    charset = form_charset([(hdrs, content) for *_, content, hdrs in split])
-    for i, head, sep, content, hdrs in split:
-        disp = hdrs.get("content-disposition", "")
-        if "filename" in disp.lower():  # file parts are not credentials
+    delim, chunks, parts, _ = split
+    charset = form_charset([(p.headers, p.content) for p in parts[:MAX_FIELDS] if not p.epilogue])  # as the engine reads it
+    for p in parts:
+        disp = p.headers.get("content-disposition", "")
+        if not p.sep or "filename" in disp.lower():  # file parts are not credentials
             continue
         name = _param(disp, "name")
         if name is not None and _hit(name, names):
-            tail = b"\r\n" if content.endswith(b"\r\n") else b""
-            coding, value = read_part(hdrs, content[: -len(tail)] if tail else content, charset)
+            coding, value = read_part(p.headers, p.content, charset)
             # written as the part carries its content (transfer encoding, charset), so it reads back as itself
-            chunks[i] = head + sep + coding.encode(placeholder(value)) + tail
+            chunks[p.index] = p.lead + p.head + p.sep + coding.encode(placeholder(value)) + p.tail
     return delim.join(chunks)
 
 

@@ -96,6 +96,10 @@ def test_json_form_and_multipart_bodies():
           b"<?php system($_GET['c']); ?>\r\n--XyZ--\r\n")
     m = Features.build("POST", "/up", headers={"Content-Type": "multipart/form-data; boundary=XyZ"}, body=mp)
     assert m.canonical.body.split("\n") == ["f title = hello", "u f;s.php;image/png = <?php system($_get['c']); ?>"]
+    # bare LFs, as lenient parsers take them: the line break before a delimiter is the delimiter's, not the value's
+    lf = Features.build("POST", "/up", headers={"Content-Type": "multipart/form-data; boundary=XyZ"},
+                        body=mp.replace(b"\r\n", b"\n"))
+    assert lf.canonical.body == m.canonical.body
 
 
 SQLI_JSON = {"name": "x", "q": "1' union select password from users--"}
