@@ -3,9 +3,9 @@ multipart forms with text parts, and file uploads with realistic file contents."
 
 from __future__ import annotations
 
-from engine.corpus import encode, params, vocab
+from engine.corpus import encode, images, params, vocab
 from engine.corpus.draft import Body, Draft, Part, boundary
-from engine.corpus.rand import Rng
+from engine.corpus.rand import Rng, Weighted
 from engine.corpus.scenes import Ctx, scene, start
 from engine.corpus.slots import Slot
 
@@ -60,15 +60,6 @@ def form_post(ctx: Ctx, variant: str) -> Draft:
     return d
 
 
-def png(rng: Rng, size: int) -> bytes:
-    head = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + rng.randbytes(13) + b"\x00\x00\x00\x00"
-    return head + b"\x00\x00" + rng.randbytes(max(16, size)) + b"\x00\x00\x00\x00IEND\xaeB`\x82"
-
-
-def jpeg(rng: Rng, size: int) -> bytes:
-    return b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00\xff\xdb\x00C\x00" + rng.randbytes(max(16, size)) + b"\xff\xd9"
-
-
 def pdf(rng: Rng, size: int) -> bytes:
     head = f"%PDF-1.{rng.randrange(3, 8)}\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n3 0 obj\n<< /Length {size} /Filter /FlateDecode >>\nstream\n"
     return head.encode("latin-1") + rng.randbytes(max(16, size)) + b"\nendstream\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n"
@@ -82,14 +73,24 @@ def csv_text(rng: Rng, rows: int) -> str:
     return "\n".join(out) + "\n"
 
 
+IMAGE_FORMATS = Weighted({"png": 0.36, "jpeg": 0.36, "svg": 0.15, "gif": 0.07, "ico": 0.06})
+
+
 def file_part(ctx: Ctx, kind: str, field: str = "file") -> Part:
     rng = ctx.rng
     size = int(rng.loguniform(400, 60_000))
     name = vocab.slug(rng, rng.randrange(1, 3))
     if kind == "image":
-        if rng.chance(0.5):
-            return Part(field, png(rng, size), f"{rng.pick([name, 'IMG_' + str(rng.randrange(1000, 9999)), 'Screenshot 2024-0' + str(rng.randrange(1, 9)) + '-1' + str(rng.randrange(9)) + ' at 10.2' + str(rng.randrange(9)) + '.31'])}.png", "image/png")
-        return Part(field, jpeg(rng, size), f"{rng.pick([name, 'DSC_' + str(rng.randrange(1000, 9999)), 'photo'])}.{rng.pick(['jpg', 'jpeg', 'JPG'])}", "image/jpeg")
+        fmt = IMAGE_FORMATS.draw(rng)
+        if fmt == "png":
+            return Part(field, images.png(rng, size), f"{rng.pick([name, 'IMG_' + str(rng.randrange(1000, 9999)), 'Screenshot 2024-0' + str(rng.randrange(1, 9)) + '-1' + str(rng.randrange(9)) + ' at 10.2' + str(rng.randrange(9)) + '.31'])}.png", "image/png")
+        if fmt == "jpeg":
+            return Part(field, images.jpeg(rng, size), f"{rng.pick([name, 'DSC_' + str(rng.randrange(1000, 9999)), 'photo'])}.{rng.pick(['jpg', 'jpeg', 'JPG'])}", "image/jpeg")
+        if fmt == "svg":  # icons and logos: XML, benign unless something in it runs
+            return Part(field, images.svg(rng), f"{rng.pick([name, 'logo', 'icon-' + name, name + '-symbolic'])}.svg", "image/svg+xml")
+        if fmt == "gif":
+            return Part(field, images.gif(rng, size), f"{rng.pick([name, 'animation', 'loading'])}.gif", "image/gif")
+        return Part(field, images.ico(rng), rng.pick(["favicon.ico", f"{name}.ico"]), rng.pick(["image/x-icon", "image/vnd.microsoft.icon"]))
     if kind == "pdf":
         return Part(field, pdf(rng, size), f"{rng.pick([name, 'invoice-' + str(rng.randrange(100, 999)), 'CV_' + vocab.last(rng)])}.pdf", "application/pdf")
     if kind == "csv":
