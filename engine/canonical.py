@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import libinjection
 
 from engine.features import Features
-from engine.fields import Field, body_fields, cookies, split_pairs, text_of
+from engine.fields import Field, body_fields, cookies, cut, split_pairs, text_of
 
 VERSION = 2  # bump when the text changes shape: a bundle records the version it was trained on
 BODY_MARK = "\n--\n"
@@ -303,8 +303,10 @@ class Canonical:
 def canonicalize(features: Features) -> Canonical:
     head = "\n".join(head_lines(features))
     plus = not features.header("content-type").lower().startswith("multipart/")  # `+` means space only in urlencoded
-    body = "\n".join(_body_line(f, plus) for f in body_fields(features))
-    return Canonical(head=head, body=body, truncated=features.truncated)
+    fields = body_fields(features)
+    body = "\n".join(_body_line(f, plus) for f in fields)
+    # a body the gateway cut, or one with more fields than its REST field holds: the model did not read all of it
+    return Canonical(head=head, body=body, truncated=features.truncated or cut(fields))
 
 
 def canonical_text(features: Features) -> str:

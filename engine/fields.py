@@ -32,7 +32,11 @@ from typing import Any, Iterator
 
 from engine.features import Features
 
-MAX_FIELDS = 4096  # beyond this, the rest of a body is kept as one raw `body` field
+MAX_FIELDS = 4096  # beyond this, the rest of a body is read as one field, REST
+REST = "(rest)"  # its name: the distinct `name=value` items after the MAX_FIELDS-th, one a line, in order
+REST_CUT = "(rest, cut)"  # its name where more followed than it holds
+MAX_REST_CHARS = 1 << 16  # at most this much of them (padding repeats itself, and a repeated item is read once);
+#                          a body with more was not read whole (`cut`): the rules then read it as one unit
 MAX_JSON_DEPTH = 64
 
 
@@ -278,6 +282,48 @@ def _json_object(pairs: list[tuple[str, Any]]) -> dict | _Duplicates:
     return obj if len(obj) == len(pairs) else _Duplicates(pairs)
 
 
+class _Rest:
+    """The fields of a body after its MAX_FIELDS-th, read as one (REST): each distinct `name=value` item (or value)
+    once, in order, up to MAX_REST_CHARS. Dropping them would hide a payload behind 4,096 padding fields from the model
+    and the rules alike; one field keeps the cost of a huge body bounded and its padding collapses."""
+
+    def __init__(self) -> None:
+        self.items: dict[tuple[str, str], None] = {}
+        self.size = 0
+
+    @property
+    def full(self) -> bool:
+        return self.size >= MAX_REST_CHARS
+
+    def add(self, name: str, value: str) -> None:
+        key = (name, value)
+        if key not in self.items and self.size < MAX_REST_CHARS:
+            self.items[key] = None
+            self.size += len(name) + len(value) + 2
+
+    def field(self, kind: str) -> list[Field]:
+        text = "\n".join(f"{n}={v}" if n else v for n, v in self.items)[:MAX_REST_CHARS]
+        return [Field(kind, REST_CUT if self.full else REST, text)] if text else []
+
+
+def cut(fields: list[Field]) -> bool:
+    """Whether a body's fields leave part of it unread: a REST field that is full."""
+    return any(f.name == REST_CUT for f in fields)
+
+
+def _capped(kind: str, pairs: Iterator[tuple[str, str]]) -> list[Field]:
+    """`kind` fields of (name, value) pairs: the first MAX_FIELDS, then the rest as one (_Rest)."""
+    out, rest = [], _Rest()
+    for name, value in pairs:
+        if len(out) < MAX_FIELDS:
+            out.append(Field(kind, name, value))
+        elif rest.full:
+            break
+        else:
+            rest.add(name, value)
+    return out + rest.field(kind)
+
+
 def _json_leaves(obj: Any, path: str, depth: int, out: list[Field]) -> None:
     if len(out) >= MAX_FIELDS:
         return
@@ -297,6 +343,30 @@ def _json_leaves(obj: Any, path: str, depth: int, out: list[Field]) -> None:
         out.append(Field("json", path, obj))
     else:
         out.append(Field("json", path, json.dumps(obj)))
+
+
+_JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
+def _json_rest(text: str, out: list[Field]) -> list[Field]:
+    """A document of more than MAX_FIELDS leaves: every distinct string in it (key or value) that its first leaves
+    do not hold, as one REST field. Numbers and literals carry no payload; walking a million of them leaf by
+    leaf would cost a second a request, where one regex pass over the text costs milliseconds."""
+    seen = {f.value for f in out}
+    for f in out:
+        seen.update(f.name.replace("[]", ".").split("."))
+    rest = _Rest()
+    for raw in dict.fromkeys(_JSON_STRING.findall(text)):
+        if rest.full:
+            break
+        if "\\" in raw:
+            try:
+                raw = json.loads(f'"{raw}"')
+            except ValueError:
+                pass
+        if raw not in seen:
+            rest.add("", raw)
+    return rest.field("json")
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,14 +420,19 @@ def multipart_split(body: bytes, boundary: str, limit: int = MAX_FIELDS, epilogu
 
 
 def _multipart(body: bytes, boundary: str) -> list[Field] | None:
-    split = multipart_split(body, boundary)
+    split = multipart_split(body, boundary, limit=len(body))
     if split is None:
         return None
     _, _, cut, epilogue = split
     parts = [(p.headers, p.content) for p in cut]
-    charset = form_charset(parts)
+    charset = form_charset(parts[:MAX_FIELDS])
     out: list[Field] = []
+    rest = _Rest()
     for hdrs, content in parts:
+        if len(out) >= MAX_FIELDS:  # the rest as one field: a part after 4,096 others is still read
+            disp = hdrs.get("content-disposition", "")
+            rest.add(_param(disp, "name") or "", read_part(hdrs, content, charset)[1])
+            continue
         disp = hdrs.get("content-disposition", "")
         name = _param(disp, "name")
         filename = _param(disp, "filename")
@@ -367,7 +442,8 @@ def _multipart(body: bytes, boundary: str) -> list[Field] | None:
         out.append(Field(kind, key, value))
         if coding.codec and coding.codec.startswith(WIDE):  # also as sent, as body_fields reads a body: a server that ignores the charset reads that
             out.append(Field(kind, key, _bytes_text(coding.decoded(content))))
-    if epilogue.strip() and len(out) < MAX_FIELDS:
+    out += rest.field("form")
+    if epilogue.strip():
         out.append(Field("form", "(epilogue)", _bytes_text(epilogue)))
     return out
 
@@ -491,7 +567,7 @@ def _text_fields(body: bytes, codec: str | None, ctype: str, typed: bool = False
             return [Field("body", "binary", printable_strings(body))]
         text = text_of(body)
     if ctype == "application/x-www-form-urlencoded" or (not ctype and _looks_like_form(text)):
-        return [Field("form", n, v if v is not None else "") for n, v in split_pairs(text)][:MAX_FIELDS]
+        return _capped("form", ((n, v if v is not None else "") for n, v in split_pairs(text)))
     if "json" in ctype or (not ctype and text.lstrip()[:1] in ("{", "[")):
         leaves = json_fields(text)
         if leaves is not None:
@@ -507,7 +583,7 @@ def json_fields(text: str) -> list[Field] | None:
         return None
     out: list[Field] = []
     _json_leaves(obj, "", 0, out)
-    return out
+    return out + _json_rest(text, out) if len(out) >= MAX_FIELDS else out
 
 
 _FORM = re.compile(r"^[\w.\-\[\]%+]+=[^\s]*(&[\w.\-\[\]%+]+=[^\s]*)*$")

