@@ -71,12 +71,26 @@ def bundle_split(bundle: bundles.Bundle, train_path: Path, limit: int | None = N
     return split_dev(list(read_jsonl(train_path, limit)), 0.05, int(run.get("seed", 1)), run.get("dev_split", "mixed"))
 
 
+def reading_hash() -> str:
+    """A hash of the code that reads a request into its canonical text: a change there (how a multipart part or a
+    charset is read) changes the texts of some records without a new CANONICAL_VERSION, and a cache keyed on
+    the version alone would hand a run the texts of the old reading."""
+    import engine.canonical
+    import engine.fields
+
+    h = hashlib.blake2b(digest_size=8)
+    for module in (engine.canonical, engine.fields):
+        h.update(Path(module.__file__).read_bytes())
+    return h.hexdigest()
+
+
 def canonical_cached(source: Path, source_sha256: str, records: list[dict], args, name: str) -> list[tuple[str, str]]:
-    """Canonical texts are the slow part of a run and depend only on the corpus, the split and the
-    canonical version: keep them beside the corpus so reruns (other seeds, sizes, epochs) skip them.
+    """Canonical texts are the slow part of a run and depend only on the corpus, the split, the canonical
+    version and the reading code (reading_hash): keep them beside the corpus so reruns (other seeds, sizes, epochs) skip them.
     `source_sha256` is the caller's hash of `source` (0.9 GB for the default corpus: hashed once per run)."""
     key = hashlib.blake2b(
-        f"{source_sha256}:{CANONICAL_VERSION}:{args.seed}:{args.dev_split}:{args.limit}:{name}:{len(records)}".encode(), digest_size=10
+        f"{source_sha256}:{CANONICAL_VERSION}:{reading_hash()}:{args.seed}:{args.dev_split}:{args.limit}:{name}:{len(records)}".encode(),
+        digest_size=10,
     ).hexdigest()
     path = source.parent / f".canonical-{name}-{key}.pkl"
     if path.exists():

@@ -252,3 +252,22 @@ def test_calibration_reads_the_rules_as_the_second_look_does():
     tokenizer = Tokenizer.from_file(str(bundles.load().tokenizer_path))
     assert encode_records([rec], tokenizer, 65536, log=lambda m: None).cut.tolist() == [False]
     assert encode_records([rec], tokenizer, 4096, log=lambda m: None).cut.tolist() == [True]
+
+
+def test_cached_canonical_texts_follow_the_reading_code(tmp_path, monkeypatch):
+    """The texts kept beside a corpus are keyed on the code that reads requests, not only on the canonical
+    version: after a change to engine/fields.py a run computes them again instead of training on the old reading."""
+    import argparse
+
+    from engine.train import __main__ as train_cli
+
+    source = tmp_path / "train.jsonl"
+    recs = [record(random.Random(i), i % 2 == 0) for i in range(4)]
+    source.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    args = argparse.Namespace(seed=1, dev_split=0.05, limit=None, threads=1)
+    first = train_cli.canonical_cached(source, "sha", recs, args, "train")
+    assert len(list(tmp_path.glob(".canonical-train-*.pkl"))) == 1
+    assert train_cli.canonical_cached(source, "sha", recs, args, "train") == first  # the same code: read back
+    monkeypatch.setattr(train_cli, "reading_hash", lambda: "another reading")
+    assert train_cli.canonical_cached(source, "sha", recs, args, "train") == first
+    assert len(list(tmp_path.glob(".canonical-train-*.pkl"))) == 2
