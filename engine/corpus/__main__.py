@@ -1,4 +1,4 @@
-"""`python -m engine.corpus --data ../shared/data --out work/corpus [--seed 1] [--scale 1.0] [--lookalikes]`:
+"""`python -m engine.corpus --data ../shared/data --out work/corpus [--seed 1] [--scale 1.0] [--lookalikes] [--image-uploads]`:
 build the training corpus (train.jsonl, test.jsonl, evasion.jsonl, summary.json) and print its summary table."""
 
 from __future__ import annotations
@@ -20,9 +20,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="add generated lookalikes to the benign side (joined phrases, command questions, opaque "
                          "tokens, health and status checks; engine.corpus.lookalikes); the default bundle's corpus "
                          "is built without them")
+    ap.add_argument("--image-uploads", action="store_true",
+                    help="uploaded images as tools write them: SVG icons, GIFs, ICO bitmaps, PNG and JPEG with metadata "
+                         "(engine.corpus.images), for benign and attack uploads alike; the default bundle's corpus has "
+                         "bare PNG and JPEG bytes")
     args = ap.parse_args(argv)
     t0 = time.time()
-    result = build(args.data, args.out, seed=args.seed, scale=args.scale, lookalikes=args.lookalikes)
+    result = build(args.data, args.out, seed=args.seed, scale=args.scale, lookalikes=args.lookalikes, image_uploads=args.image_uploads)
     print(table(result, time.time() - t0))
     return 0
 

@@ -5,7 +5,9 @@ references and an editor's metadata; photos carry EXIF and an XMP packet; PNGs f
 chunks; icons are uncompressed bitmaps whose pixel bytes read as symbol soup. The model must see those as
 benign in an upload, so that only what an attacker adds (a handler, a script, a shell) stands out.
 
-Every function takes the record's own `Rng` and returns the file's bytes; nothing is read from disk.
+Every function takes the record's own `Rng` and returns the file's bytes; nothing is read from disk. The
+corpus draws these with `python -m engine.corpus --image-uploads` (Pools.image_uploads); without it, uploads hold
+random bytes behind a PNG or JPEG header (bare_png, bare_jpeg), as the default bundle's corpus does.
 """
 
 from __future__ import annotations
@@ -140,6 +142,17 @@ def xmp_packet(rng: Rng) -> bytes:
             f' exif:PixelXDimension="{rng.randrange(16, 6000)}" exif:PixelYDimension="{rng.randrange(16, 4000)}" tiff:Orientation="1">\n'
             f"   <dc:format>{rng.pick(['image/png', 'image/jpeg'])}</dc:format>{desc}\n"
             "  </rdf:Description>\n </rdf:RDF>\n</x:xmpmeta>\n" + " " * rng.randrange(0, 400) + '\n<?xpacket end="w"?>').encode()  # fmt: skip
+
+
+def bare_png(rng: Rng, size: int) -> bytes:
+    """Random bytes behind a PNG header: the default corpus's uploads (kept byte for byte without --image-uploads)."""
+    head = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + rng.randbytes(13) + b"\x00\x00\x00\x00"
+    return head + b"\x00\x00" + rng.randbytes(max(16, size)) + b"\x00\x00\x00\x00IEND\xaeB`\x82"
+
+
+def bare_jpeg(rng: Rng, size: int) -> bytes:
+    """Random bytes behind a JFIF header: the default corpus's uploads."""
+    return b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00\xff\xdb\x00C\x00" + rng.randbytes(max(16, size)) + b"\xff\xd9"
 
 
 def png(rng: Rng, size: int) -> bytes:

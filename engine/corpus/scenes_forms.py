@@ -80,6 +80,10 @@ def file_part(ctx: Ctx, kind: str, field: str = "file") -> Part:
     rng = ctx.rng
     size = int(rng.loguniform(400, 60_000))
     name = vocab.slug(rng, rng.randrange(1, 3))
+    if kind == "image" and not ctx.pools.image_uploads:  # the default corpus: bare PNG and JPEG bytes
+        if rng.chance(0.5):
+            return Part(field, images.bare_png(rng, size), f"{rng.pick([name, 'IMG_' + str(rng.randrange(1000, 9999)), 'Screenshot 2024-0' + str(rng.randrange(1, 9)) + '-1' + str(rng.randrange(9)) + ' at 10.2' + str(rng.randrange(9)) + '.31'])}.png", "image/png")
+        return Part(field, images.bare_jpeg(rng, size), f"{rng.pick([name, 'DSC_' + str(rng.randrange(1000, 9999)), 'photo'])}.{rng.pick(['jpg', 'jpeg', 'JPG'])}", "image/jpeg")
     if kind == "image":
         fmt = IMAGE_FORMATS.draw(rng)
         if fmt == "png":

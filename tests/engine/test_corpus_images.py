@@ -102,8 +102,14 @@ def test_xmp_in_a_photo_is_read_as_its_values():
     assert seen > 10
 
 
-def test_uploads_draw_every_format():
-    pools = Pools("train", texts={"prose": [{"text": "Hello.", "kind": "prose"}]})
+def test_uploads_draw_every_format_with_image_uploads_and_bare_bytes_without():
+    """`python -m engine.corpus --image-uploads` (Pools.image_uploads) draws every format; without it the uploads
+    are the default corpus's, byte for byte: random bytes behind a PNG or JPEG header."""
+    texts = {"prose": [{"text": "Hello.", "kind": "prose"}]}
+    pools = Pools("train", texts=texts, image_uploads=True)
     types = {file_part(Ctx(Rng("part", i), pools), "image").ctype for i in range(400)}
     assert {"image/png", "image/jpeg", "image/svg+xml", "image/gif"} <= types and types & {"image/x-icon", "image/vnd.microsoft.icon"}
     assert set(IMAGE_FORMATS.items) == {"png", "jpeg", "svg", "gif", "ico"}
+    bare = [file_part(Ctx(Rng("part", i), Pools("train", texts=texts)), "image") for i in range(100)]
+    assert {p.ctype for p in bare} == {"image/png", "image/jpeg"}
+    assert all(p.content[:8] == b"\x89PNG\r\n\x1a\n" and p.content.endswith(b"IEND\xaeB`\x82") or p.content[:4] == b"\xff\xd8\xff\xe0" for p in bare)
