@@ -345,28 +345,35 @@ def _json_leaves(obj: Any, path: str, depth: int, out: list[Field]) -> None:
         out.append(Field("json", path, json.dumps(obj)))
 
 
-_JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"(?:\s*:\s*"((?:[^"\\]|\\.)*)")?')  # a string, or a key and its string value
 
 
 def _json_rest(text: str, out: list[Field]) -> list[Field]:
-    """A document of more than MAX_FIELDS leaves: every distinct string in it (key or value) that its first leaves
-    do not hold, as one REST field. Numbers and literals carry no payload; walking a million of them leaf by
+    """A document of more than MAX_FIELDS leaves: every distinct string in it that its first leaves do not hold, as
+    one REST field (`key=value` where a key holds a string, the string alone otherwise). Numbers and literals carry no payload; walking a million of them leaf by
     leaf would cost a second a request, where one regex pass over the text costs milliseconds."""
     seen = {f.value for f in out}
     for f in out:
         seen.update(f.name.replace("[]", ".").split("."))
     rest = _Rest()
-    for raw in dict.fromkeys(_JSON_STRING.findall(text)):
+    for key, value in dict.fromkeys(_JSON_STRING.findall(text)):
         if rest.full:
             break
-        if "\\" in raw:
-            try:
-                raw = json.loads(f'"{raw}"')
-            except ValueError:
-                pass
-        if raw not in seen:
-            rest.add("", raw)
+        key, value = _json_string(key), _json_string(value)
+        if value and value not in seen:
+            rest.add(key, value)  # `key=value`, so that redaction finds a credential by its name (engine.redact)
+        elif not value and key not in seen:
+            rest.add("", key)
     return rest.field("json")
+
+
+def _json_string(raw: str) -> str:
+    if "\\" not in raw:
+        return raw
+    try:
+        return json.loads(f'"{raw}"')
+    except ValueError:
+        return raw
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,13 +430,15 @@ def _multipart(body: bytes, boundary: str) -> list[Field] | None:
     split = multipart_split(body, boundary, limit=len(body))
     if split is None:
         return None
-    _, _, cut, epilogue = split
-    parts = [(p.headers, p.content) for p in cut]
+    _, _, pieces, epilogue = split
+    parts = [(p.headers, p.content) for p in pieces]
     charset = form_charset(parts[:MAX_FIELDS])
     out: list[Field] = []
     rest = _Rest()
     for hdrs, content in parts:
         if len(out) >= MAX_FIELDS:  # the rest as one field: a part after 4,096 others is still read
+            if rest.full:
+                break
             disp = hdrs.get("content-disposition", "")
             rest.add(_param(disp, "name") or "", read_part(hdrs, content, charset)[1])
             continue

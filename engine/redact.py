@@ -25,7 +25,7 @@ from typing import Any, Iterable
 from engine.canonical import normalize
 from engine.features import Features
 from engine.fields import (
-    MAX_FIELDS, WIDE, _content_type, _looks_like_form, _param, body_codec, form_charset, is_binary, multipart_split, read_part, split_pairs,
+    MAX_FIELDS, REST, REST_CUT, WIDE, _content_type, _looks_like_form, _param, body_codec, form_charset, is_binary, multipart_split, read_part, split_pairs,
     text_of,
 )
 
@@ -168,6 +168,16 @@ def _multipart(body: bytes, boundary: str, names: frozenset[str]) -> bytes:
     return delim.join(chunks)
 
 
+_REST_LINE = "\\n"  # how the canonical text writes the line break between two items of a REST field
+
+
+def _rest_item(item: str, names: frozenset[str]) -> str:
+    name, eq, value = item.partition("=")
+    if eq and value and value not in SHAPES and key(name) in names:
+        return f"{name}={MASKED}"
+    return item
+
+
 def canonical(text: str, fields: Iterable[str] = DEFAULT_FIELDS) -> str:
     """The canonical text of a request, with the lines redaction would change rewritten to match."""
     names = frozenset(f.lower() for f in fields)
@@ -178,6 +188,9 @@ def canonical(text: str, fields: Iterable[str] = DEFAULT_FIELDS) -> str:
             continue
         name, eq, value = line[2:].partition(" = ")
         if not eq:
+            continue
+        if name in (REST, REST_CUT) and tag in ("f ", "j "):  # the fields past the 4,096th, `name=value` a line
+            lines[i] = f"{tag}{name} = " + _REST_LINE.join(_rest_item(item, names) for item in value.split(_REST_LINE))
             continue
         if value in SHAPES:
             continue  # masked whole already: its placeholder reads the same

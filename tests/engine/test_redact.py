@@ -56,6 +56,9 @@ CASES = {
     # the engine's splitter (engine.fields.multipart_split) reads a body that takes bare LFs: so does redaction
     "multipart bare lf": Features.build("POST", "/signup", headers=MULTIPART, body=multipart(
         ("email", "a@example.com", None), ("password", SECRET, None)).replace(b"\r\n", b"\n")),
+    # past 4,096 fields the engine reads the rest as one field (engine.fields.REST): a credential there goes too
+    "form past 4096 fields": Features.build("POST", "/login", headers=FORM, body="&".join(["a=1"] * 4100) + f"&password={SECRET}&b=2"),
+    "json past 4096 leaves": Features.build("POST", "/api/users", headers=JSON, body=json.dumps({"pad": [1] * 4100, "password": SECRET, "b": "x y"})),
     # ASCII declared UTF-16: read as sent too, so redacted as sent
     "form ascii declared utf-16": Features.build("POST", "/login", headers=(("content-type", "application/x-www-form-urlencoded; charset=utf-16"),),
                                                  body=f"user=bob&password={SECRET}".encode()),
