@@ -46,6 +46,7 @@ from engine.fields import Field, body_fields, cookies, cut, split_pairs, text_of
 
 VERSION = 2  # bump when the text changes shape: a bundle records the version it was trained on
 BODY_MARK = "\n--\n"
+ESCAPED_LF = "\\n"  # how a line break inside a value is written, so that every field stays on one line
 MAX_VALUE_CHARS = 1 << 20
 
 # Headers whose usual values say nothing about intent. They are dropped while their value has the usual
@@ -193,7 +194,7 @@ def mask(s: str) -> str:
 
 
 def _visible(s: str) -> str:
-    s = s.replace("\r", "\\r").replace("\n", "\\n")
+    s = s.replace("\r", "\\r").replace("\n", ESCAPED_LF)
     s = _CTRL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", s)
     s = _SURROGATE.sub("\ufffd", s)
     return _SPACES.sub(" ", s).strip()

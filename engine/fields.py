@@ -158,11 +158,10 @@ def body_text(features: Features, limit: int | None = None) -> str:
     (ASCII declared UTF-16 with a few zero bytes put in reaches a server that ignores the charset as ASCII)."""
     body = features.body if limit is None else features.body[:limit]
     codec = body_codec(features.body, *_content_type(features))
+    if codec and not codec.startswith(WIDE):
+        return body.decode(codec, "replace")
     as_sent = printable_strings(body, limit=1 << 14) if is_binary(body) else text_of(body)
-    if codec:
-        decoded = body.decode(codec, "replace")
-        return decoded + "\n" + as_sent if codec.startswith(WIDE) else decoded
-    return as_sent
+    return body.decode(codec, "replace") + "\n" + as_sent if codec else as_sent
 
 
 def is_binary(data: bytes) -> bool:
@@ -350,8 +349,9 @@ _JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"(?:\s*:\s*"((?:[^"\\]|\\.)*)")?')
 
 def _json_rest(text: str, out: list[Field]) -> list[Field]:
     """A document of more than MAX_FIELDS leaves: every distinct string in it that its first leaves do not hold, as
-    one REST field (`key=value` where a key holds a string, the string alone otherwise). Numbers and literals carry no payload; walking a million of them leaf by
-    leaf would cost a second a request, where one regex pass over the text costs milliseconds."""
+    one REST field (`key=value` where a key holds a string, the string alone otherwise). Numbers and literals carry
+    no payload, and walking them leaf by leaf is slow: reading a 1 MB array of 330,000 numbers took 0.7 s that way,
+    about 0.1 s with this regex pass."""
     seen = {f.value for f in out}
     for f in out:
         seen.update(f.name.replace("[]", ".").split("."))
@@ -391,9 +391,8 @@ class Part:
     epilogue: bool = False  # after the close delimiter (split so only with epilogue_parts)
 
 
-def multipart_split(body: bytes, boundary: str, limit: int = MAX_FIELDS, epilogue_parts: bool = False,
-                    ) -> tuple[bytes, list[bytes], list[Part], bytes] | None:
-    """A multipart body → (delimiter, the body split at it, its parts (at most `limit`), the epilogue); None
+def multipart_split(body: bytes, boundary: str, epilogue_parts: bool = False) -> tuple[bytes, list[bytes], list[Part], bytes] | None:
+    """A multipart body → (delimiter, the body split at it, all its parts, the epilogue); None
     without a boundary or a delimiter. The one splitter for the engine's reading and the journal's redaction.
     With `epilogue_parts`, what follows the close delimiter is split into parts too, as a lenient parser reads it
     (redaction: a secret there is still a secret), and the epilogue returned is empty."""
@@ -421,13 +420,11 @@ def multipart_split(body: bytes, boundary: str, limit: int = MAX_FIELDS, epilogu
         # the line break before the next delimiter belongs to it: CRLF, or a bare LF (as lenient parsers take it)
         tail = b"\r\n" if content.endswith(b"\r\n") else b"\n" if content.endswith(b"\n") else b""
         parts.append(Part(k, lead, head, sep, content[: len(content) - len(tail)], tail, part_headers(head), closed))
-        if len(parts) >= limit:
-            break
     return delim, chunks, parts, epilogue
 
 
 def _multipart(body: bytes, boundary: str) -> list[Field] | None:
-    split = multipart_split(body, boundary, limit=len(body))
+    split = multipart_split(body, boundary)
     if split is None:
         return None
     _, _, pieces, epilogue = split
@@ -436,14 +433,13 @@ def _multipart(body: bytes, boundary: str) -> list[Field] | None:
     out: list[Field] = []
     rest = _Rest()
     for hdrs, content in parts:
+        disp = hdrs.get("content-disposition", "")
+        name = _param(disp, "name")
         if len(out) >= MAX_FIELDS:  # the rest as one field: a part after 4,096 others is still read
             if rest.full:
                 break
-            disp = hdrs.get("content-disposition", "")
-            rest.add(_param(disp, "name") or "", read_part(hdrs, content, charset)[1])
+            rest.add(name or "", read_part(hdrs, content, charset)[1])
             continue
-        disp = hdrs.get("content-disposition", "")
-        name = _param(disp, "name")
         filename = _param(disp, "filename")
         text_part = filename is None and "filename*" not in disp
         coding, value = read_part(hdrs, content, charset if text_part else None)

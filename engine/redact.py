@@ -22,7 +22,7 @@ import json
 import re
 from typing import Any, Iterable
 
-from engine.canonical import normalize
+from engine.canonical import ESCAPED_LF, normalize
 from engine.features import Features
 from engine.fields import (
     MAX_FIELDS, REST, REST_CUT, WIDE, _content_type, _looks_like_form, _param, body_codec, form_charset, is_binary, multipart_split, read_part, split_pairs,
@@ -151,7 +151,7 @@ def _json(obj: Any, hit: bool, names: frozenset[str]) -> Any:
 
 def _multipart(body: bytes, boundary: str, names: frozenset[str]) -> bytes:
     # every part, past the engine's limit and after the close delimiter too: a secret there is still a secret
-    split = multipart_split(body, boundary, limit=len(body), epilogue_parts=True)
+    split = multipart_split(body, boundary, epilogue_parts=True)
     if split is None:
         return body
     delim, chunks, parts, _ = split
@@ -166,9 +166,6 @@ def _multipart(body: bytes, boundary: str, names: frozenset[str]) -> bytes:
             # written as the part carries its content (transfer encoding, charset), so it reads back as itself
             chunks[p.index] = p.lead + p.head + p.sep + coding.encode(placeholder(value)) + p.tail
     return delim.join(chunks)
-
-
-_REST_LINE = "\\n"  # how the canonical text writes the line break between two items of a REST field
 
 
 def _rest_item(item: str, names: frozenset[str]) -> str:
@@ -190,7 +187,7 @@ def canonical(text: str, fields: Iterable[str] = DEFAULT_FIELDS) -> str:
         if not eq:
             continue
         if name in (REST, REST_CUT) and tag in ("f ", "j "):  # the fields past the 4,096th, `name=value` a line
-            lines[i] = f"{tag}{name} = " + _REST_LINE.join(_rest_item(item, names) for item in value.split(_REST_LINE))
+            lines[i] = f"{tag}{name} = " + ESCAPED_LF.join(_rest_item(item, names) for item in value.split(ESCAPED_LF))
             continue
         if value in SHAPES:
             continue  # masked whole already: its placeholder reads the same

@@ -80,16 +80,17 @@ def file_part(ctx: Ctx, kind: str, field: str = "file") -> Part:
     rng = ctx.rng
     size = int(rng.loguniform(400, 60_000))
     name = vocab.slug(rng, rng.randrange(1, 3))
-    if kind == "image" and not ctx.pools.image_uploads:  # the default corpus: bare PNG and JPEG bytes
-        if rng.chance(0.5):
-            return Part(field, images.bare_png(rng, size), f"{rng.pick([name, 'IMG_' + str(rng.randrange(1000, 9999)), 'Screenshot 2024-0' + str(rng.randrange(1, 9)) + '-1' + str(rng.randrange(9)) + ' at 10.2' + str(rng.randrange(9)) + '.31'])}.png", "image/png")
-        return Part(field, images.bare_jpeg(rng, size), f"{rng.pick([name, 'DSC_' + str(rng.randrange(1000, 9999)), 'photo'])}.{rng.pick(['jpg', 'jpeg', 'JPG'])}", "image/jpeg")
     if kind == "image":
-        fmt = IMAGE_FORMATS.draw(rng)
-        if fmt == "png":
-            return Part(field, images.png(rng, size), f"{rng.pick([name, 'IMG_' + str(rng.randrange(1000, 9999)), 'Screenshot 2024-0' + str(rng.randrange(1, 9)) + '-1' + str(rng.randrange(9)) + ' at 10.2' + str(rng.randrange(9)) + '.31'])}.png", "image/png")
-        if fmt == "jpeg":
-            return Part(field, images.jpeg(rng, size), f"{rng.pick([name, 'DSC_' + str(rng.randrange(1000, 9999)), 'photo'])}.{rng.pick(['jpg', 'jpeg', 'JPG'])}", "image/jpeg")
+        if ctx.pools.image_uploads:
+            fmt = IMAGE_FORMATS.draw(rng)
+        else:  # the default corpus: bare PNG and JPEG bytes
+            fmt = "bare png" if rng.chance(0.5) else "bare jpeg"
+        if fmt in ("png", "bare png"):
+            data = (images.png if fmt == "png" else images.bare_png)(rng, size)
+            return Part(field, data, f"{rng.pick([name, 'IMG_' + str(rng.randrange(1000, 9999)), 'Screenshot 2024-0' + str(rng.randrange(1, 9)) + '-1' + str(rng.randrange(9)) + ' at 10.2' + str(rng.randrange(9)) + '.31'])}.png", "image/png")
+        if fmt in ("jpeg", "bare jpeg"):
+            data = (images.jpeg if fmt == "jpeg" else images.bare_jpeg)(rng, size)
+            return Part(field, data, f"{rng.pick([name, 'DSC_' + str(rng.randrange(1000, 9999)), 'photo'])}.{rng.pick(['jpg', 'jpeg', 'JPG'])}", "image/jpeg")
         if fmt == "svg":  # icons and logos: XML, benign unless something in it runs
             return Part(field, images.svg(rng), f"{rng.pick([name, 'logo', 'icon-' + name, name + '-symbolic'])}.svg", "image/svg+xml")
         if fmt == "gif":
