@@ -94,16 +94,28 @@ def sample_lines(path: Path, n: int, seed: int) -> list[dict]:
 
 def split_site(records: list[dict], seed: int) -> tuple[list[dict], list[dict], bool]:
     """(train, held out, held_out?): a quarter of each label's marks held out (one when it has 2-7);
-    with a single mark of every label nothing can be, and the gate reads the training marks instead."""
-    def rank(r: dict) -> str:
-        return hashlib.blake2b(f"{seed}:{r['id']}".encode(), digest_size=8).hexdigest()
+    with a single mark of every label nothing can be, and the gate reads the training marks instead.
+
+    The split goes by what was requested (method, path, query, body), not by the journal's ids: a request
+    marked twice falls on one side, so the gate never reads a copy of a training example as held out, and
+    the same marks give the same split, and so the same bundle, whichever requests carried them."""
+    def content(r: dict) -> str:
+        body = r.get("body") or ""
+        return json.dumps([r["method"], r["path"], r.get("query") or "", body if isinstance(body, str) else repr(body)])
+
+    def rank(key: str) -> str:
+        return hashlib.blake2b(f"{seed}:{key}".encode(), digest_size=8).hexdigest()
 
     train, held = [], []
     for label in sorted({r["label"] for r in records}):
-        group = sorted((r for r in records if r["label"] == label), key=rank)
-        k = max(1, len(group) // 4) if len(group) >= 2 else 0
-        held += group[:k]
-        train += group[k:]
+        groups: dict[str, list[dict]] = {}
+        for r in records:
+            if r["label"] == label:
+                groups.setdefault(content(r), []).append(r)
+        keys = sorted(groups, key=rank)
+        k = max(1, len(keys) // 4) if len(keys) >= 2 else 0
+        held += [r for key in keys[:k] for r in groups[key]]
+        train += [r for key in keys[k:] for r in groups[key]]
     return (train, held, True) if held else (records, records, False)
 
 

@@ -78,15 +78,29 @@ def test_a_bundle_without_weights_is_refused(tmp_path, journal, capsys):
     assert code == 2 and "has no weights.pt" in err and "python -m engine.train" in err
 
 
+def _mark(id: str, label: str, q: str) -> dict:
+    return {"id": id, "label": label, "method": "GET", "path": "/search", "query": q, "body": ""}
+
+
 def test_site_marks_are_held_out_by_label():
-    marks = [{"id": f"b{i}", "label": "origin"} for i in range(9)] + [{"id": "a0", "label": "block"},
-                                                                       {"id": "a1", "label": "block"}]  # fmt: skip
+    marks = [_mark(f"b{i}", "origin", f"q=mug+{i}") for i in range(9)] + [_mark("a0", "block", "q=1'--"),
+                                                                             _mark("a1", "block", "q=2'--")]  # fmt: skip
     train_, held, apart = split_site(marks, seed=1)
     assert apart and sorted(r["label"] for r in held) == ["block", "origin", "origin"]
     assert not {r["id"] for r in train_} & {r["id"] for r in held} and len(train_) + len(held) == 11
     assert split_site(marks, seed=1) == (train_, held, apart)  # the same split every run
-    single = [{"id": "x", "label": "allow"}]
+    renamed = [{**r, "id": "x" + r["id"]} for r in marks]  # the same requests under other ids: the same split
+    assert [r["query"] for r in split_site(renamed, seed=1)[1]] == [r["query"] for r in held]
+    single = [_mark("x", "allow", "q=1")]
     assert split_site(single, seed=1) == (single, single, False)  # nothing to hold out: the gate says so
+
+
+def test_a_request_marked_twice_falls_on_one_side():
+    """Held-out marks must not be copies of training ones, or the gate reads what the fine-tune learned."""
+    marks = [_mark(f"b{i}", "origin", f"q=mug+{i % 4}") for i in range(12)]  # 4 requests, each marked 3 times
+    train_, held, apart = split_site(marks, seed=1)
+    assert apart and len(held) == 3 and len({r["query"] for r in held}) == 1
+    assert not {r["query"] for r in train_} & {r["query"] for r in held}
 
 
 def test_replay_samples_are_even_and_repeatable(tmp_path):
