@@ -91,8 +91,8 @@ async def test_journal_feedback_retrain_shadow_promote_rollback(trained, serve, 
 
         # 3. fine-tune from the base, gated. The marks are split by what was requested, not by the journal's ids
         # (random each run), so the same four are held out every run: SITE_SQL 3, 5, 10 and 11. When the split went
-        # by id, one run in about 24 held out SITE_SQL[14] (BETWEEN ... AND name LIKE 'mug%') with two others that
-        # the tiny model needed to learn it, and it stayed blocked (0.51 against 0.5): the test failed now and then
+        # by id the test failed now and then: of 24 random splits, 4 held out SITE_SQL[14] (BETWEEN ... AND name
+        # LIKE 'mug%'), and in one of them the candidate still blocked it (0.51 at 0.5; 0.20 and 0.21 in two others)
         argv = ["train", "--from-bundle", str(base), "--feedback", str(journal), "--out", str(new), "--corpus",
                 str(corpus), "--minutes", "1", "--threads", "1", "--epochs", "15", "--lr", "2e-3", "--int8", "dynamic"]  # fmt: skip
         assert await asyncio.to_thread(cli.main, argv) == 0, capsys.readouterr()
