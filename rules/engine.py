@@ -38,6 +38,8 @@ from rules.schema import Condition, Rule, RuleError, Ruleset, load_ruleset
 from rules.targets import Unit, units
 
 DEFAULT_PATH = Path(__file__).with_name("default.yaml")
+PER_PART = ("sqli", "xss")  # operators that read each value of a joined unit (rules/targets.py PER_KIND)
+_PARTS = ("parts",)  # the unit-cache key of a joined unit's values as units (no transform has that name)
 log = logging.getLogger(__name__)
 
 __all__ = ["RuleEngine", "RuleError", "RuleResult", "confidence"]
@@ -98,14 +100,17 @@ class RuleEngine:
                     return True
         return False
 
-    def _scan_units(self, request_units: list[Unit], large_at: float = LARGE_VALUE) -> set[int]:
+    def _scan_units(self, request_units: list[Unit], large_at: float = LARGE_VALUE, per_part: bool = True) -> set[int]:
+        """The indices of the rules that hold. `per_part`: a joined unit's values are read one by one too (see
+        _a_part_matches); without it a joined unit is one value (where the model read every one of them)."""
         matched: set[int] = set()
         rules = self.rules
         for unit in request_units:
             size = len(unit.value)
             large = size > large_at  # its plans hold only rules that read large values, so `fits` holds for them all
+            parts = per_part and bool(unit.parts)
             for plan in self.planner.plans_for(unit.targets, large):
-                if size > plan.max_len and read_length(unit) > plan.max_len:
+                if size > plan.max_len and read_length(unit) > plan.max_len and not parts:
                     continue
                 candidates: list[int] = []
                 if plan.set is not None:
@@ -113,14 +118,37 @@ class RuleEngine:
                     if hits:
                         candidates = [plan.set_rules[h] for h in hits]
                 for i in candidates:
-                    if i not in matched and (large or rules[i].accepts(read_length(unit))):
-                        if not rules[i].chain or self._chain_holds(rules[i], request_units):
-                            matched.add(i)
+                    if i in matched:
+                        continue
+                    if parts:  # the pattern matched the joined text somewhere: it holds where it holds on one value
+                        hit = self._a_part_matches(rules[i], unit)
+                    else:
+                        hit = large or rules[i].accepts(read_length(unit))
+                    if hit and (not rules[i].chain or self._chain_holds(rules[i], request_units)):
+                        matched.add(i)
                 for i in plan.slow:
-                    if i not in matched and (large or rules[i].accepts(read_length(unit))) and self._matches(rules[i], unit, large_at):
-                        if not rules[i].chain or self._chain_holds(rules[i], request_units):
-                            matched.add(i)
+                    if i in matched:
+                        continue
+                    if parts:  # libinjection reads the values one by one (it fingerprints a value's first tokens)
+                        hit = rules[i].operator.name in PER_PART and self._a_part_matches(rules[i], unit)
+                    else:
+                        hit = (large or rules[i].accepts(read_length(unit))) and self._matches(rules[i], unit, large_at)
+                    if hit and (not rules[i].chain or self._chain_holds(rules[i], request_units)):
+                        matched.add(i)
         return matched
+
+    def _a_part_matches(self, rule: Rule, unit: Unit) -> bool:
+        """Whether the rule holds on one of the values a joined unit (past PER_KIND) joins, at that value's own
+        length: its bounds are a value's, not the joined text's, and a match across two values is none. A pattern
+        rule gets here only when its pattern matched the joined text somewhere, so padding that no pattern matches
+        costs one scan per chain; a pattern anchored to a value's start or end (`^1$`) cannot match inside the
+        joined text, so past PER_KIND it is not read. Of the other operators only libinjection's are (PER_PART)."""
+        if not unit.parts:
+            return False
+        parts = unit.cache.get(_PARTS)
+        if parts is None:
+            parts = unit.cache[_PARTS] = [Unit(unit.targets, p, unit.name) for p in unit.parts]
+        return any(rule.accepts(read_length(p)) and self._matches(rule, p) for p in parts)
 
     def scan(self, features: Features, read_whole: bool = False) -> RuleResult:
         """The anomaly score, matching rule ids and tags; no decision. May raise on a broken input.
@@ -129,7 +157,7 @@ class RuleEngine:
         64 KiB is then split into fields like any other, and rules bounded to documents leave its long
         values to the model, as they do in a smaller body; otherwise (the rules alone, or a body the model
         saw only the head and tail of) it is one unit that every rule reading documents reads whole."""
-        matched = sorted(self._scan_units(*self._units(features, read_whole)))
+        matched = sorted(self._scan_units(*self._units(features, read_whole), per_part=not read_whole))
         hits = [self.rules[i] for i in matched]
         tags = tuple(dict.fromkeys(t for r in hits for t in r.tags))
         label = next((r.label for r in hits if r.label), None)
@@ -147,13 +175,18 @@ class RuleEngine:
         Slow (rule by rule); meant for tuning and for operators reading a block, not for serving."""
         request_units, large_at = self._units(features, read_whole)
         out = []
-        for i in sorted(self._scan_units(request_units, large_at)):
+        for i in sorted(self._scan_units(request_units, large_at, per_part=not read_whole)):
             rule = self.rules[i]
             for unit in request_units:
-                hit = any(t in rule.targets for t in unit.targets) and fits(rule, unit, large_at)
-                if hit and self._matches(rule, unit, large_at):
+                if not any(t in rule.targets for t in unit.targets):
+                    continue
+                if fits(rule, unit, large_at) and self._matches(rule, unit, large_at):
                     value = transformed(unit, chain_for(rule, unit, large_at))
                     out.append((rule.id, unit.targets[0], unit.name, value))
+                    break
+                part = next((p for p in unit.cache.get(_PARTS, ()) if rule.accepts(read_length(p)) and self._matches(rule, p)), None)
+                if part is not None:  # a value of a joined unit (scan's per-part reading filled the cache)
+                    out.append((rule.id, unit.targets[0], unit.name, transformed(part, rule.transforms)))
                     break
         return out
 

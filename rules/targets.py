@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from engine.canonical import QUIET_HEADERS, QUIET_PREFIXES, _b64_text
 from engine.features import Features
-from engine.fields import Field, body_text, json_fields, request_fields
+from engine.fields import REST, REST_CUT, Field, body_text, json_fields, request_fields
 from rules.transforms import base64_decode, nfkc
 
 # target name → what it selects
@@ -59,6 +59,7 @@ TARGETS = {
 }
 NAMED_PREFIX = "headers:"
 PER_KIND = 256  # a 50 KB JSON document of prose and records has ~200 such leaves; 3,000 cost ~35 ms
+CHUNK = 1 << 15  # values past PER_KIND are joined in runs of this many characters at most (rules/plans.LARGE_VALUE is 2x)
 JOIN = "\x1f"  # joins values into one unit: neither a space nor a line break, so no rule reads it as a separator
 LARGE_BODY = 1 << 16  # above this the body is not split into fields: it is scanned whole, once
 LARGE_BODY_TARGETS = {  # content type → what a large body of that type stands for
@@ -120,6 +121,7 @@ class Unit:
     value: str
     name: str = ""
     cache: dict = field(default_factory=dict)
+    parts: tuple[str, ...] = ()  # a joined unit past PER_KIND: the values it joins, each read on its own too
 
 
 _FILTERS: dict[tuple[frozenset, tuple[str, ...]], tuple[str, ...]] = {}
@@ -159,10 +161,27 @@ class _Builder:
             self.overflow.setdefault(targets, []).append(value)
 
     def finish(self) -> list[Unit]:
-        for bucket in (self.plain, self.overflow):
-            for targets, values in bucket.items():
-                self.units.append(Unit(targets, values[0] if len(values) == 1 else JOIN.join(values), "*"))
+        for targets, values in self.plain.items():
+            self.units.append(Unit(targets, values[0] if len(values) == 1 else JOIN.join(values), "*"))
+        for targets, values in self.overflow.items():
+            for chunk in _chunks(values):
+                joined = chunk[0] if len(chunk) == 1 else JOIN.join(chunk)
+                self.units.append(Unit(targets, joined, "*", parts=tuple(chunk) if len(chunk) > 1 else ()))
         return self.units
+
+
+def _chunks(values: list[str]) -> list[list[str]]:
+    """Values past PER_KIND in runs of at most CHUNK characters joined (a value longer than that on its own):
+    each run is one unit that every chain reads, never a large one that only document rules read."""
+    out: list[list[str]] = []
+    size = CHUNK + 1
+    for v in values:
+        if size + len(v) + 1 > CHUNK:
+            out.append([])
+            size = 0
+        out[-1].append(v)
+        size += len(v) + 1
+    return out
 
 
 def base64_text(value: str) -> str | None:
@@ -188,6 +207,17 @@ def _with_base64(b: _Builder, targets: tuple[str, ...], value: str, name: str, j
 
 
 def _field(b: _Builder, f: Field) -> None:
+    if f.kind in _KIND_TARGETS and f.name in (REST, REST_CUT):
+        # a body's fields past the MAX_FIELDS-th, one `name=value` item (or a bare value) a line: each is a value
+        # here (past PER_KIND, a part of a joined unit), whole and, where it has a name, without it
+        values, names = _KIND_TARGETS[f.kind]
+        for item in f.value.split("\n"):
+            _with_base64(b, values, item, f.name, join_plain=True)
+            name, eq, value = item.partition("=")
+            if eq and value:
+                _with_base64(b, values, value, name, join_plain=True)
+                b.add(names, name, name, join_plain=True)
+        return
     if f.kind in _KIND_TARGETS:
         values, names = _KIND_TARGETS[f.kind]
         _with_base64(b, values, f.value, f.name, join_plain=True)
@@ -246,9 +276,12 @@ def units(features: Features, wanted: frozenset[str], split_large: bool = False)
         b.add(("client",), features.client)
     if features.headers:
         b.add(("header_list",), "".join(k.lower() + "\n" for k, _ in features.headers))
-    if len(features.body) > LARGE_BODY and not split_large:
+    whole = len(features.body) > LARGE_BODY and not split_large
+    if whole:
+        # the model read only part of this body, or none of it: every rule that reads documents reads all of it
+        # as one unit, and its fields are read as in a smaller body, so a short injected value meets the rules
+        # bounded to short values wherever it sits
         _large_body(b, features)
-        features = dataclasses.replace(features, body=b"")  # headers, query and cookies still split
     texts, body_targets = [], ("body",)
     ctype = features.header("content-type").split(";", 1)[0].strip().lower()
     for f in request_fields(features):
@@ -265,6 +298,6 @@ def units(features: Features, wanted: frozenset[str], split_large: bool = False)
                     _field(b, leaf)
         elif f.kind not in ("method", "path"):
             _field(b, f)
-    if features.body and not wanted.isdisjoint(body_targets):
+    if features.body and not whole and not wanted.isdisjoint(body_targets):
         b.add(body_targets, "\n".join(t for t in texts if t) or body_text(features, MAX_BODY_CHARS))
     return b.finish()

@@ -244,6 +244,87 @@ def test_an_anchored_rule_reads_a_field_behind_hundreds_of_others(tmp_path):
     assert 200 < PER_KIND and engine.scan(f).rules == ("anchored",)
 
 
+def test_a_short_value_rule_reads_each_value_past_per_kind(engine):
+    """Past PER_KIND values of one kind the rest is one joined unit; a rule bounded to short values reads each of
+    its values at its own length, where the model did not read them (the rules alone, or a truncated verdict)."""
+    leaves = [{"note": f"line {i} of the export, with words"} for i in range(PER_KIND + 50)] + [{"k": "gamma !"}]
+    f = Features.build("POST", "/", body=json.dumps(leaves), headers={"Content-Type": "application/json", "User-Agent": "t"})
+    assert engine.scan(f).rules == ("short",)
+    assert [(rid, value) for rid, _, _, value in engine.explain(f)] == [("short", "gamma !")]
+    # where the model read every value (the second look), the joined unit is one long value, as it always was
+    assert engine.scan(f, read_whole=True).rules == ("long",)
+    long_one = [{"note": f"line {i} of the export, with words"} for i in range(PER_KIND + 50)] + [{"k": "gamma " + "x" * 20}]
+    f = Features.build("POST", "/", body=json.dumps(long_one), headers={"Content-Type": "application/json", "User-Agent": "t"})
+    assert engine.scan(f).rules == ("long",)  # each bound holds for the value, not for the joined text
+
+
+RECORDS = [{"id": i, "name": f"Customer number {i}", "note": f"Ordered {i % 7} items, delivered on time (ref #{i * 31})",
+            "city": ["Paris", "Lyon", "Köln", "New York", "Dún Laoghaire"][i % 5], "contact": "Seán O'Brien"} for i in range(320)]  # fmt: skip
+PAYLOADS = {"sqli": "1' union select username, password from users--", "xss": "<img src=x onerror=alert(document.cookie)>",
+            "cmdi": "; cat /etc/passwd"}  # fmt: skip
+
+
+def _json(records: list, q: str | None) -> Features:
+    doc = {"items": records, **({"q": q} if q is not None else {})}
+    return Features.build("POST", "/api/import", body=json.dumps(doc), headers={"Content-Type": "application/json", "User-Agent": "t"})
+
+
+def _multipart(n: int, q: str | None) -> Features:
+    parts = [f'--b0\r\nContent-Disposition: form-data; name="f{i}"\r\n\r\nvalue number {i}, (ok)\r\n' for i in range(n)]
+    if q is not None:
+        parts.append(f'--b0\r\nContent-Disposition: form-data; name="q"\r\n\r\n{q}\r\n')
+    body = "".join(parts) + "--b0--\r\n"
+    return Features.build("POST", "/import", body=body, headers={"Content-Type": "multipart/form-data; boundary=b0", "User-Agent": "t"})
+
+
+@pytest.mark.parametrize("cls", sorted(PAYLOADS))
+def test_the_rules_alone_find_a_payload_behind_hundreds_of_records(cls):
+    """A 40 KB JSON import of 320 records, the payload last: the rules alone (the model down) read it. They used
+    to join every value past PER_KIND into one unit that the rules bounded to short values (libinjection
+    among them) skipped, so SQL injection, XSS and command injection passed."""
+    engine = RuleEngine.load()
+    f = _json(RECORDS, PAYLOADS[cls])
+    assert len(f.body) < 65536 and engine.evaluate(f).blocked, engine.scan(f)
+    assert not engine.evaluate(_json(RECORDS, None)).blocked, engine.explain(_json(RECORDS, None))
+
+
+@pytest.mark.parametrize("size", [300, 2000])
+def test_the_rules_alone_read_the_fields_of_a_large_body(size):
+    """A body over 64 KiB that the model did not read whole (the rules alone, or a truncated verdict) is read as
+    its fields too, beside the one unit that the rules reading documents read: a SQL injection in one field of a
+    170 KB multipart form is found. Before, only that one unit was read, and SQL injection passed."""
+    engine = RuleEngine.load()
+    bad, good = _multipart(size, PAYLOADS["sqli"]), _multipart(size, None)
+    assert (len(bad.body) > 65536) is (size == 2000)
+    assert "sqli-libinjection" in engine.scan(bad).rules and engine.evaluate(bad).blocked
+    assert not engine.evaluate(good).blocked, engine.explain(good)
+
+
+def test_values_past_the_4096th_field_are_read_one_by_one():
+    """The engine reads a body's fields past the 4,096th as one REST field of `name=value` lines; the rules read
+    each line as a value (its name apart too), so a payload behind 4,100 padding pairs meets libinjection."""
+    from urllib.parse import quote_plus
+
+    engine = RuleEngine.load()
+    pad = "&".join(f"f{i}=" + quote_plus(f"value {i}, (ok)") for i in range(4100))
+    bad = Features.build("POST", "/save", body=pad + "&q=" + quote_plus(PAYLOADS["sqli"]),
+                         headers={"Content-Type": "application/x-www-form-urlencoded", "User-Agent": "t"})  # fmt: skip
+    good = Features.build("POST", "/save", body=pad, headers={"Content-Type": "application/x-www-form-urlencoded", "User-Agent": "t"})
+    assert len(bad.body) > 65536
+    assert "sqli-libinjection" in engine.scan(bad).rules
+    assert not engine.evaluate(good).blocked, engine.explain(good)
+
+
+def test_joined_values_come_in_chunks_no_rule_skips_as_large():
+    from rules.targets import CHUNK, units
+
+    engine = RuleEngine.load()
+    f = _json(RECORDS * 3, None)
+    joined = [u for u in units(f, engine.wanted) if u.parts]
+    assert joined and all(len(u.value) <= CHUNK for u in joined)
+    assert sum(len(u.parts) for u in joined) > PER_KIND
+
+
 def test_a_base64_value_is_also_read_decoded(tmp_path):
     path = tmp_path / "b.yaml"
     path.write_text("rules:\n  - {id: tag, targets: [args, headers], operator: {regex: '^ ?<script>'}}\n")
@@ -288,16 +369,17 @@ def test_large_bodies_are_scanned_whole(ctype, benign, attack):
 
 def test_a_large_body_the_model_read_whole_is_read_as_its_fields():
     """Over 64 KiB a body is one unit that every rule reading documents reads, because the model may have
-    seen only its head and tail. Where the model read all of it (read_whole), the body is split as a smaller
-    one is: the SSI example in a long article is left to the model, a short injected field is read by the
-    rules bounded to short values."""
+    seen only its head and tail, and it is split into fields as a smaller one is, for the rules bounded to short
+    values. Where the model read all of it (read_whole), only the fields are read: the SSI example in a long
+    article is left to the model, a short injected field is read by the rules bounded to short values."""
     engine = RuleEngine.load()
     page = cms_page_save()
     assert len(page.body) > 65536
     assert engine.scan(page).rules == ("ssi-exec",)
     assert engine.scan(page, read_whole=True).rules == ()
     stacked = cms_page_save("&q=%27%3B+DROP+TABLE+users%3B+--")
-    assert engine.scan(stacked).rules == ("ssi-exec",)
+    # not read whole by the model: the one unit for the rules that read documents, and the fields for the others
+    assert {"ssi-exec", "sqli-libinjection", "sqli-stacked"} <= set(engine.scan(stacked).rules)
     assert {"sqli-libinjection", "sqli-stacked"} <= set(engine.scan(stacked, read_whole=True).rules)
     assert [rid for rid, *_ in engine.explain(stacked, read_whole=True)] == list(engine.scan(stacked, read_whole=True).rules)
 
