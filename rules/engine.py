@@ -155,8 +155,9 @@ class RuleEngine:
 
         `read_whole`: the model read every byte of the request (its verdict is not truncated). A body over
         64 KiB is then split into fields like any other, and rules bounded to documents leave its long
-        values to the model, as they do in a smaller body; otherwise (the rules alone, or a body the model
-        saw only the head and tail of) it is one unit that every rule reading documents reads whole."""
+        values to the model, as they do in a smaller body; a run of values joined past PER_KIND is one
+        value. Otherwise (the rules alone, or a body the model saw only the head and tail of) the body is
+        also one unit that every rule reading documents reads whole, and a run's values are read one by one."""
         matched = sorted(self._scan_units(*self._units(features, read_whole), per_part=not read_whole))
         hits = [self.rules[i] for i in matched]
         tags = tuple(dict.fromkeys(t for r in hits for t in r.tags))

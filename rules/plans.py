@@ -8,9 +8,10 @@ Large values (over LARGE_VALUE characters: a big body) get a single plan: one ch
 JS-escape decoding) and one case-insensitive Set with every rule that has no length bound or a document's
 (max_length >= DOCUMENT_LENGTH). A large body is many fields read as one: a rule that stops at documents
 (a script tag, /etc/passwd) still reads it, since the model may have seen only its head and tail. Rules
-bounded to short values cannot apply to it. A megabyte body is then read in one decoding pass and one RE2
-scan instead of one pass per chain. Where the model read the whole request (RuleEngine.scan's
-read_whole), nothing is large: the body is split into fields and every value meets its rules' bounds.
+bounded to short values cannot apply to it; they read the body's fields, which rules/targets.py gives too.
+A megabyte body is then read in one decoding pass and one RE2 scan instead of one pass per chain. Where the
+model read the whole request (RuleEngine.scan's read_whole), nothing is large: the body is only split into
+fields and every value meets its rules' bounds.
 
 Plans are built at load for every target tuple a request can produce (the set is finite: named headers
 only when a rule names them), so serving never compiles anything.

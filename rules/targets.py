@@ -7,10 +7,13 @@ and `headers:user-agent`).
 
 Bounds: plain tokens (ids, numbers, words, dates: nothing but letters, digits and `_.:@-`) cannot carry
 an injection on their own, so all plain tokens of one kind are joined into one unit; at most `PER_KIND`
-other values of one kind are kept separate and the rest of that kind is joined too (separated by JOIN).
-A JSON body with ten thousand leaves is then scanned in a handful of passes instead of ten thousand, at the
-cost of per-value anchors and length filters on the joined part. A body over LARGE_BODY is not split at
-all: it becomes one unit read by body and argument rules alike (rules/plans.py gives it one pass).
+other values of one kind are kept separate and the rest of that kind is joined too (separated by JOIN), in
+runs of at most CHUNK characters. A JSON body with ten thousand leaves is then scanned in a handful of passes
+instead of ten thousand. A run keeps its values (`Unit.parts`): where the model did not read them, a rule
+holds on a run only where it holds on one of its values, at that value's length (rules/engine.py). A body
+over LARGE_BODY that the model did not read whole is also one unit, read by the rules that read documents
+(rules/plans.py gives it one pass); it is split into fields too. Where the model read it whole, it is only
+split.
 
 Bare arguments: a query or form item with no `=` (or an empty value) whose name is not a plain token is
 scanned as a value as well as a name: `?cat%20/etc/passwd` carries its payload where a value would.
@@ -24,7 +27,6 @@ for base64 itself (a serialized PHP object). A token in fullwidth forms is read 
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -262,9 +264,9 @@ def _one_json_document(content_type: str) -> bool:
 
 
 def units(features: Features, wanted: frozenset[str], split_large: bool = False) -> list[Unit]:
-    """The request as scan units, restricted to the targets some rule selects (`wanted`). `split_large`: a
-    body over LARGE_BODY is split into fields too (the model read all of it: RuleEngine.scan's read_whole). A
-    compressed body is read inflated (Features.inspected)."""
+    """The request as scan units, restricted to the targets some rule selects (`wanted`). A body over LARGE_BODY
+    is one unit for the rules that read documents, and split into fields too; `split_large` (the model read all
+    of it: RuleEngine.scan's read_whole): only split. A compressed body is read inflated (Features.inspected)."""
     features = features.inspected
     b = _Builder(wanted)
     b.add(("method",), features.method)
