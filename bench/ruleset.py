@@ -5,8 +5,10 @@
 Times `RuleEngine.evaluate` (the whole decision: every rule, every part, the anomaly score) on requests
 built here: a browser GET with a query, a 1 KiB JSON POST, a form POST, a 16 KiB JSON document, and JSON
 and form bodies of 64 KiB, 256 KiB and 1 MiB (prose with numbers and punctuation, the shape of a long
-post). Bodies over 64 KiB are decided twice: as the rules alone read them (one unit), and as the gateway's
-second look reads a body the model read whole (`read_whole`: split into fields). Each is decided
+post), and a 40 KB JSON import of 400 distinct records (more values of one kind than rules/targets.PER_KIND).
+The large bodies and the import are decided twice: as the rules alone read them (a body over 64 KiB as one unit
+and as its fields, every value past PER_KIND one by one), and as the gateway's second look reads a request the
+model read whole (`read_whole`: fields only, the values past PER_KIND as one). Each is decided
 `--repeat` times after a warm-up; prints median, p90 and p99 per shape, writes results JSON and a PNG
 chart of median time against body size.
 """
@@ -49,6 +51,10 @@ def shapes() -> list[tuple[str, int, Features, bool]]:
     out.append(("JSON POST 1 KiB", len(body), Features.build("POST", "/api/v1/messages", "", HEADERS + js, body), False))
     body = "name=Jo+O%27Brien&email=jo%40example.com&subject=Order+4411&message=" + prose(700).replace(" ", "+")
     out.append(("form POST 1 KiB", len(body), Features.build("POST", "/contact", "", HEADERS + form, body), False))
+    records = json.dumps({"items": [{"id": i, "name": f"Customer number {i}", "note": f"Ordered {i % 7} items, delivered "
+                                     f"on time (ref #{i * 31})", "city": ["Paris", "Lyon", "New York"][i % 3]} for i in range(400)]})  # fmt: skip
+    f = Features.build("POST", "/api/import", "", HEADERS + js, records)
+    out += [("JSON of 400 distinct records", len(records), f, False), ("JSON of 400 distinct records, read whole", len(records), f, True)]
     for size in (16 << 10, 64 << 10, 256 << 10, 1 << 20):
         label = f"{size >> 10} KiB" if size < 1 << 20 else "1 MiB"
         body = json.dumps({"title": "Notes", "items": [{"id": i, "text": prose(500)} for i in range(size // 530)]})
@@ -58,7 +64,7 @@ def shapes() -> list[tuple[str, int, Features, bool]]:
             bodies.append(("form", Features.build("POST", "/cms/save", "", HEADERS + form, body)))
         for kind, f in bodies:
             out.append((f"{kind} body {label}", len(f.body), f, False))
-            if len(f.body) > LARGE_BODY:
+            if len(f.body) > LARGE_BODY:  # smaller ones without joined values are read alike both ways
                 out.append((f"{kind} body {label}, read whole", len(f.body), f, True))
     return out
 
@@ -116,13 +122,16 @@ def chart(rows: list[dict], path: Path) -> None:
         return
     fig, ax = plt.subplots(figsize=(7, 4))
     for kind, marker in (("JSON", "o"), ("form", "s")):
-        sized = [r for r in rows if r["request"].startswith(kind) and r["body_bytes"]]
+        sized = [r for r in rows if r["request"].startswith(kind) and r["body_bytes"] and "records" not in r["request"]]
         lines = [("rules alone", "-", [r for r in sized if not r["read_whole"]])]
         if any(r["read_whole"] for r in sized):  # the second look splits only large bodies: below, both lines are one
             lines.append(("second look, read whole", "--", [r for r in sized if r["read_whole"] or r["body_bytes"] <= LARGE_BODY]))
         for label, style, line in lines:
             pts = [(r["body_bytes"], r["median_ms"]) for r in line]
             ax.plot(*zip(*pts), marker=marker, linestyle=style, label=f"{kind} body, {label} (median)")
+    for r in (r for r in rows if "records" in r["request"]):
+        ax.plot([r["body_bytes"]], [r["median_ms"]], marker="^" if r["read_whole"] else "v", linestyle="none",
+                label=f"JSON of 400 records, {'second look, read whole' if r['read_whole'] else 'rules alone'}")  # fmt: skip
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("body bytes")

@@ -141,8 +141,9 @@ def _filtered(wanted: frozenset[str], targets: tuple[str, ...]) -> tuple[str, ..
 
 
 class _Builder:
-    def __init__(self, wanted: frozenset[str]):
+    def __init__(self, wanted: frozenset[str], runs: bool = True):
         self.wanted = wanted
+        self.runs = runs  # values past PER_KIND in runs that keep their values; else one joined unit of one value
         self.units: list[Unit] = []
         self.overflow: dict[tuple[str, ...], list[str]] = {}
         self.plain: dict[tuple[str, ...], list[str]] = {}
@@ -166,9 +167,13 @@ class _Builder:
         for targets, values in self.plain.items():
             self.units.append(Unit(targets, values[0] if len(values) == 1 else JOIN.join(values), "*"))
         for targets, values in self.overflow.items():
+            if not self.runs:  # the model read every one of them: the rules read them as one value, in one unit
+                self.units.append(Unit(targets, values[0] if len(values) == 1 else JOIN.join(values), "*"))
+                continue
             for chunk in _chunks(values):
                 joined = chunk[0] if len(chunk) == 1 else JOIN.join(chunk)
-                self.units.append(Unit(targets, joined, "*", parts=tuple(chunk) if len(chunk) > 1 else ()))
+                parts = tuple(dict.fromkeys(chunk)) if len(chunk) > 1 else ()  # padding repeats itself: read once
+                self.units.append(Unit(targets, joined, "*", parts=parts))
         return self.units
 
 
@@ -265,10 +270,12 @@ def _one_json_document(content_type: str) -> bool:
 
 def units(features: Features, wanted: frozenset[str], split_large: bool = False) -> list[Unit]:
     """The request as scan units, restricted to the targets some rule selects (`wanted`). A body over LARGE_BODY
-    is one unit for the rules that read documents, and split into fields too; `split_large` (the model read all
-    of it: RuleEngine.scan's read_whole): only split. A compressed body is read inflated (Features.inspected)."""
+    is one unit for the rules that read documents, and split into fields too, and the values past PER_KIND of a
+    kind come in runs that keep their values. `split_large` (the model read all of the request: RuleEngine.scan's
+    read_whole): a large body is only split, and those values are one joined unit of one value, as the model
+    read them. A compressed body is read inflated (Features.inspected)."""
     features = features.inspected
-    b = _Builder(wanted)
+    b = _Builder(wanted, runs=not split_large)
     b.add(("method",), features.method)
     b.add(("path",), features.path)
     if features.query:
