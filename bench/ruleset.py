@@ -120,7 +120,7 @@ def chart(rows: list[dict], path: Path) -> None:
     plt = pyplot()
     if plt is None:
         return
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(10, 4))
     for kind, marker in (("JSON", "o"), ("form", "s")):
         sized = [r for r in rows if r["request"].startswith(kind) and r["body_bytes"] and "records" not in r["request"]]
         lines = [("rules alone", "-", [r for r in sized if not r["read_whole"]])]
@@ -138,7 +138,7 @@ def chart(rows: list[dict], path: Path) -> None:
     ax.set_ylabel("rules decision, ms")
     ax.set_title("Default ruleset: decision time by body size")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
