@@ -63,7 +63,7 @@ NAMED_PREFIX = "headers:"
 PER_KIND = 256  # a 50 KB JSON document of prose and records has ~200 such leaves; 3,000 cost ~35 ms
 CHUNK = 1 << 15  # values past PER_KIND are joined in runs of this many characters at most (rules/plans.LARGE_VALUE is 2x)
 JOIN = "\x1f"  # joins values into one unit: neither a space nor a line break, so no rule reads it as a separator
-LARGE_BODY = 1 << 16  # above this the body is not split into fields: it is scanned whole, once
+LARGE_BODY = 1 << 16  # above this the body is also one unit, scanned whole once (unless the model read it whole)
 LARGE_BODY_TARGETS = {  # content type → what a large body of that type stands for
     "multipart": ("body", "args", "form", "uploads"),
     "form": ("body", "args", "form"),
@@ -179,7 +179,7 @@ class _Builder:
 
 def _chunks(values: list[str]) -> list[list[str]]:
     """Values past PER_KIND in runs of at most CHUNK characters joined (a value longer than that on its own):
-    each run is one unit that every chain reads, never a large one that only document rules read."""
+    a run is never a large unit that only document rules read (a single value over LARGE_VALUE still is)."""
     out: list[list[str]] = []
     size = CHUNK + 1
     for v in values:
