@@ -305,6 +305,13 @@ class _Rest:
         return [Field(kind, REST_CUT if self.full else REST, text)] if text else []
 
 
+def rest_item(item: str) -> tuple[str, str]:
+    """One line of a REST field → (name, value): `name=value` as _Rest writes it, or ("", item) for a bare value
+    (one holding `=` reads as named: a reader that must not miss it reads the item whole too)."""
+    name, eq, value = item.partition("=")
+    return (name, value) if eq and value else ("", item)
+
+
 def cut(fields: list[Field]) -> bool:
     """Whether a body's fields leave part of it unread: a REST field that is full."""
     return any(f.name == REST_CUT for f in fields)

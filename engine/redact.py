@@ -25,7 +25,7 @@ from typing import Any, Iterable
 from engine.canonical import ESCAPED_LF, normalize
 from engine.features import Features
 from engine.fields import (
-    MAX_FIELDS, REST, REST_CUT, WIDE, _content_type, _looks_like_form, _param, body_codec, form_charset, is_binary, multipart_split, read_part, split_pairs,
+    MAX_FIELDS, REST, REST_CUT, WIDE, _content_type, _looks_like_form, _param, body_codec, form_charset, is_binary, multipart_split, read_part, rest_item, split_pairs,
     text_of,
 )
 
@@ -169,8 +169,8 @@ def _multipart(body: bytes, boundary: str, names: frozenset[str]) -> bytes:
 
 
 def _rest_item(item: str, names: frozenset[str]) -> str:
-    name, eq, value = item.partition("=")
-    if eq and value and value not in SHAPES and key(name) in names:
+    name, value = rest_item(item)
+    if name and value not in SHAPES and key(name) in names:
         return f"{name}={MASKED}"
     return item
 

@@ -143,12 +143,16 @@ class RuleEngine:
         rule gets here only when its pattern matched the joined text somewhere, so padding that no pattern matches
         costs one scan per chain; a pattern anchored to a value's start or end (`^1$`) cannot match inside the
         joined text, so past PER_KIND it is not read. Of the other operators only libinjection's are (PER_PART)."""
+        return self._matching_part(rule, unit) is not None
+
+    def _matching_part(self, rule: Rule, unit: Unit) -> Unit | None:
+        """The first of a joined unit's values (as units, made once per unit) that the rule holds on, or None."""
         if not unit.parts:
-            return False
+            return None
         parts = unit.cache.get(_PARTS)
         if parts is None:
             parts = unit.cache[_PARTS] = [Unit(unit.targets, p, unit.name) for p in unit.parts]
-        return any(rule.accepts(read_length(p)) and self._matches(rule, p) for p in parts)
+        return next((p for p in parts if rule.accepts(read_length(p)) and self._matches(rule, p)), None)
 
     def scan(self, features: Features, read_whole: bool = False) -> RuleResult:
         """The anomaly score, matching rule ids and tags; no decision. May raise on a broken input.
@@ -185,8 +189,8 @@ class RuleEngine:
                     value = transformed(unit, chain_for(rule, unit, large_at))
                     out.append((rule.id, unit.targets[0], unit.name, value))
                     break
-                part = next((p for p in unit.cache.get(_PARTS, ()) if rule.accepts(read_length(p)) and self._matches(rule, p)), None)
-                if part is not None:  # a value of a joined unit (scan's per-part reading filled the cache)
+                part = self._matching_part(rule, unit) if _PARTS in unit.cache else None
+                if part is not None:  # a value of a joined unit that scan read one by one
                     out.append((rule.id, unit.targets[0], unit.name, transformed(part, rule.transforms)))
                     break
         return out

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from engine.canonical import QUIET_HEADERS, QUIET_PREFIXES, _b64_text
 from engine.features import Features
-from engine.fields import REST, REST_CUT, Field, body_text, json_fields, request_fields
+from engine.fields import REST, REST_CUT, Field, body_text, json_fields, request_fields, rest_item
 from rules.transforms import base64_decode, nfkc
 
 # target name → what it selects
@@ -165,15 +165,14 @@ class _Builder:
 
     def finish(self) -> list[Unit]:
         for targets, values in self.plain.items():
-            self.units.append(Unit(targets, values[0] if len(values) == 1 else JOIN.join(values), "*"))
+            self.units.append(Unit(targets, JOIN.join(values), "*"))
         for targets, values in self.overflow.items():
             if not self.runs:  # the model read every one of them: the rules read them as one value, in one unit
-                self.units.append(Unit(targets, values[0] if len(values) == 1 else JOIN.join(values), "*"))
+                self.units.append(Unit(targets, JOIN.join(values), "*"))
                 continue
             for chunk in _chunks(values):
-                joined = chunk[0] if len(chunk) == 1 else JOIN.join(chunk)
                 parts = tuple(dict.fromkeys(chunk)) if len(chunk) > 1 else ()  # padding repeats itself: read once
-                self.units.append(Unit(targets, joined, "*", parts=parts))
+                self.units.append(Unit(targets, JOIN.join(chunk), "*", parts=parts))
         return self.units
 
 
@@ -181,9 +180,9 @@ def _chunks(values: list[str]) -> list[list[str]]:
     """Values past PER_KIND in runs of at most CHUNK characters joined (a value longer than that on its own):
     a run is never a large unit that only document rules read (a single value over LARGE_VALUE still is)."""
     out: list[list[str]] = []
-    size = CHUNK + 1
+    size = 0
     for v in values:
-        if size + len(v) + 1 > CHUNK:
+        if not out or size + len(v) + 1 > CHUNK:
             out.append([])
             size = 0
         out[-1].append(v)
@@ -220,8 +219,8 @@ def _field(b: _Builder, f: Field) -> None:
         values, names = _KIND_TARGETS[f.kind]
         for item in f.value.split("\n"):
             _with_base64(b, values, item, f.name, join_plain=True)
-            name, eq, value = item.partition("=")
-            if eq and value:
+            name, value = rest_item(item)
+            if name:
                 _with_base64(b, values, value, name, join_plain=True)
                 b.add(names, name, name, join_plain=True)
         return

@@ -93,8 +93,9 @@ def sample_lines(path: Path, n: int, seed: int) -> list[dict]:
 
 
 def split_site(records: list[dict], seed: int) -> tuple[list[dict], list[dict], bool]:
-    """(train, held out, held_out?): a quarter of each label's marks held out (one when it has 2-7);
-    with a single mark of every label nothing can be, and the gate reads the training marks instead.
+    """(train, held out, held_out?): a quarter of each label's distinct requests held out (one when it has 2-7),
+    with every mark of each; with a single request of every label nothing can be, and the gate reads the training
+    marks instead.
 
     The split goes by what was requested (method, path, query, body), not by the journal's ids: a request
     marked twice falls on one side, so the gate never reads a copy of a training example as held out, and
