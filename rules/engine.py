@@ -108,13 +108,13 @@ class RuleEngine:
         for unit in request_units:
             size = len(unit.value)
             large = size > large_at  # its plans hold only rules that read large values, so `fits` holds for them all
-            parts = per_part and bool(unit.parts)
+            parts = bool(unit.parts) and (per_part or unit.plain)
             for plan in self.planner.plans_for(unit.targets, large):
                 if size > plan.max_len and read_length(unit) > plan.max_len and not parts:
                     continue
                 candidates: list[int] = []
                 if plan.set is not None:
-                    hits = plan.set.Match(encoded(unit, plan))
+                    hits = (plan.joined_set if parts else plan.set).Match(encoded(unit, plan))
                     if hits:
                         candidates = [plan.set_rules[h] for h in hits]
                 for i in candidates:
@@ -123,13 +123,14 @@ class RuleEngine:
                     if parts:  # the pattern matched the joined text somewhere: it holds where it holds on one value
                         hit = self._a_part_matches(rules[i], unit)
                     else:
-                        hit = large or rules[i].accepts(read_length(unit))
+                        hit = (large or rules[i].accepts(read_length(unit))) and (
+                            not rules[i].operator.verify or self._matches(rules[i], unit, large_at))
                     if hit and (not rules[i].chain or self._chain_holds(rules[i], request_units)):
                         matched.add(i)
                 for i in plan.slow:
                     if i in matched:
                         continue
-                    if parts:  # libinjection reads the values one by one (it fingerprints a value's first tokens)
+                    if parts and not unit.plain:  # libinjection reads the values one by one (it fingerprints a value's first tokens)
                         hit = rules[i].operator.name in PER_PART and self._a_part_matches(rules[i], unit)
                     else:
                         hit = (large or rules[i].accepts(read_length(unit))) and self._matches(rules[i], unit, large_at)
@@ -141,8 +142,9 @@ class RuleEngine:
         """Whether the rule holds on one of the values a joined unit (past PER_KIND) joins, at that value's own
         length: its bounds are a value's, not the joined text's, and a match across two values is none. A pattern
         rule gets here only when its pattern matched the joined text somewhere, so padding that no pattern matches
-        costs one scan per chain; a pattern anchored to a value's start or end (`^1$`) cannot match inside the
-        joined text, so past PER_KIND it is not read. Of the other operators only libinjection's are (PER_PART)."""
+        costs one scan per chain; for that scan a pattern's anchors hold at each value's start and end too
+        (plans.joined_pattern), so `^1$` finds a value `1` inside a run. Of the other operators only
+        libinjection's are read so (PER_PART)."""
         return self._matching_part(rule, unit) is not None
 
     def _matching_part(self, rule: Rule, unit: Unit) -> Unit | None:

@@ -101,6 +101,7 @@ class Operator:
     negate: bool = False
     pattern: str | None = None  # set for regex/phrases: foldable into a re2.Set
     spec: dict = field(default_factory=dict)
+    verify: bool = False  # a Set hit on `pattern` is a candidate only, which test() decides (an `unless` exemption)
 
     def test(self, value: str) -> bool:
         return self.test_fn(value) != self.negate
@@ -182,7 +183,9 @@ def compile_operator(spec: Any, base: Path) -> Operator:
     exempt = compile_re2(pat, "unless")
     op = _compile({k: v for k, v in spec.items() if k != "unless"}, base)
     test = op.test_fn
-    return Operator(op.name, lambda s: test(s) and exempt.search(utf8(s)) is None, op.negate, None, spec)
+    # the main pattern still joins the Set (a value no rule's pattern matches costs no exemption check); a hit is
+    # then tested whole, exemption included
+    return Operator(op.name, lambda s: test(s) and exempt.search(utf8(s)) is None, op.negate, op.pattern, spec, verify=True)
 
 
 def _compile(spec: dict, base: Path) -> Operator:

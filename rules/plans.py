@@ -46,6 +46,41 @@ class Plan:
     slow: tuple[int, ...]  # rules whose operator runs on its own (libinjection, equals, ip, negated)
     max_len: float  # no rule of the plan applies to a longer value: skip its chain entirely
     key: tuple = ()  # the unit-cache key of the encoded value
+    joined_set: Any = None  # the Set for a run of joined values (joined_pattern): `set` where no pattern is anchored
+
+
+_ANCHORS = {"^": r"(?:^|\x1f)", "$": r"(?:$|\x1f)", "\\A": r"(?:\A|\x1f)", "\\z": r"(?:\z|\x1f)"}
+
+
+def joined_pattern(pattern: str) -> str:
+    """`pattern` as it reads a run of values joined by JOIN (rules/targets.py): an anchor to the text's start or end
+    (`^`, `$`, `\\A`, `\\z`, outside a character class) holds at a JOIN too, so a pattern anchored to a value
+    (`^\\s*file:/`) finds that value inside a run. The Set of such patterns picks the rules that may hold on a
+    run; each is then read on the run's values one by one (RuleEngine._a_part_matches), so a wider match costs
+    time only, never a decision."""
+    out, i, n = [], 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            two = pattern[i : i + 2]
+            out.append(_ANCHORS.get(two, two))
+            i += 2
+        elif c == "[":  # a character class, copied whole: `[^...]`, a leading `]`, `[:alpha:]` and escapes inside
+            j = i + 1
+            j += pattern[j] == "^" if j < n else 0
+            j += pattern[j] == "]" if j < n else 0
+            while j < n and pattern[j] != "]":
+                if pattern[j] == "\\":
+                    j += 1
+                elif pattern.startswith("[:", j) and (end := pattern.find(":]", j + 2)) != -1:
+                    j = end + 1
+                j += 1
+            out.append(pattern[i : j + 1])
+            i = j + 1
+        else:
+            out.append(_ANCHORS.get(c, c))
+            i += 1
+    return "".join(out)
 
 
 def reads_large(rule: Rule) -> bool:
@@ -150,9 +185,13 @@ class Planner:
         for chain, (pattern_rules, slow) in chains.items():
             patterns = [self.rules[i].operator.pattern for i in pattern_rules]
             raw = self._set(patterns, case_sensitive=not large) if patterns else None
+            joined = raw
+            if raw is not None and not large:  # a large unit is never a run (runs stop at CHUNK)
+                anchored = [joined_pattern(p) for p in patterns]
+                joined = raw if anchored == patterns else self._set(anchored, case_sensitive=True)
             limits = [self.rules[i].max_length for i in pattern_rules + slow]
             max_len = math.inf if large or None in limits else max(limits)
-            plans.append(Plan(chain, raw, tuple(pattern_rules), tuple(slow), max_len, ("bytes",) + chain))
+            plans.append(Plan(chain, raw, tuple(pattern_rules), tuple(slow), max_len, ("bytes",) + chain, joined))
         return tuple(plans)
 
     def _set(self, patterns: list[str], case_sensitive: bool) -> Any:

@@ -10,7 +10,9 @@ an injection on their own, so all plain tokens of one kind are joined into one u
 other values of one kind are kept separate and the rest of that kind is joined too (separated by JOIN), in
 runs of at most CHUNK characters. A JSON body with ten thousand leaves is then scanned in a handful of passes
 instead of ten thousand. A run keeps its values (`Unit.parts`): where the model did not read them, a rule
-holds on a run only where it holds on one of its values, at that value's length (rules/engine.py). A body
+holds on a run only where it holds on one of its values, at that value's length (rules/engine.py), and its
+anchors hold at each value's start and end (rules/plans.joined_pattern). JOIN is neither a space nor a line
+break, so no rule reads it as a separator, and no transformation carries a comment across it. A body
 over LARGE_BODY that the model did not read whole is also one unit, read by the rules that read documents
 (rules/plans.py gives it one pass); it is split into fields too. Where the model read it whole, it is only
 split.
@@ -33,7 +35,7 @@ from dataclasses import dataclass, field
 from engine.canonical import QUIET_HEADERS, QUIET_PREFIXES, _b64_text
 from engine.features import Features
 from engine.fields import REST, REST_CUT, Field, body_text, json_fields, request_fields, rest_item
-from rules.transforms import base64_decode, nfkc
+from rules.transforms import JOIN, base64_decode, nfkc
 
 # target name → what it selects
 TARGETS = {
@@ -62,7 +64,6 @@ TARGETS = {
 NAMED_PREFIX = "headers:"
 PER_KIND = 256  # a 50 KB JSON document of prose and records has ~200 such leaves; 3,000 cost ~35 ms
 CHUNK = 1 << 15  # values past PER_KIND are joined in runs of this many characters at most (rules/plans.LARGE_VALUE is 2x)
-JOIN = "\x1f"  # joins values into one unit: neither a space nor a line break, so no rule reads it as a separator
 LARGE_BODY = 1 << 16  # above this the body is also one unit, scanned whole once (unless the model read it whole)
 LARGE_BODY_TARGETS = {  # content type → what a large body of that type stands for
     "multipart": ("body", "args", "form", "uploads"),
@@ -124,6 +125,7 @@ class Unit:
     name: str = ""
     cache: dict = field(default_factory=dict)
     parts: tuple[str, ...] = ()  # a joined unit past PER_KIND: the values it joins, each read on its own too
+    plain: bool = False  # a run of plain tokens: its values are read one by one by pattern rules only
 
 
 _FILTERS: dict[tuple[frozenset, tuple[str, ...]], tuple[str, ...]] = {}
@@ -164,8 +166,10 @@ class _Builder:
             self.overflow.setdefault(targets, []).append(value)
 
     def finish(self) -> list[Unit]:
-        for targets, values in self.plain.items():
-            self.units.append(Unit(targets, JOIN.join(values), "*"))
+        for targets, values in self.plain.items():  # in runs whatever the model read: `^whoami$` holds on one
+            for chunk in _chunks(values):
+                parts = tuple(dict.fromkeys(chunk)) if len(chunk) > 1 else ()
+                self.units.append(Unit(targets, JOIN.join(chunk), "*", parts=parts, plain=True))
         for targets, values in self.overflow.items():
             if not self.runs:  # the model read every one of them: the rules read them as one value, in one unit
                 self.units.append(Unit(targets, JOIN.join(values), "*"))

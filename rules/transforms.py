@@ -22,9 +22,10 @@ ROUNDS = 4  # an attacker stacking more encodings than this gains nothing: the o
 _SLASHES = re.compile(r"/{2,}")
 _DOT_SEGMENT = re.compile(r"(?:^|(?<=/))\./")
 _SPACE_RUN = re.compile(r"[ \t\r\n\f\v]{2,}|[\t\r\n\f\v]")  # single spaces stay: fewer, cheaper matches
-_SQL_VERSIONED = re.compile(r"/\*!\d*(.*?)(?:\*/|$)", re.S)  # MySQL runs the text of /*!50000 ... */
-_SQL_BLOCK = re.compile(r"/\*.*?(?:\*/|$)", re.S)
-_SQL_LINE = re.compile(r"(?:--|#)[^\n]*")
+JOIN = "\x1f"  # joins values into one unit (rules/targets.py): a comment ends there, as it ends with its value
+_SQL_VERSIONED = re.compile(r"/\*!\d*([^\x1f]*?)(?:\*/|$|(?=\x1f))")  # MySQL runs the text of /*!50000 ... */
+_SQL_BLOCK = re.compile(r"/\*[^\x1f]*?(?:\*/|$|(?=\x1f))")
+_SQL_LINE = re.compile(r"(?:--|#)[^\n\x1f]*")
 _CMD_DROP = str.maketrans("", "", "\\\"'^")
 _CMD_SPACE_BEFORE = re.compile(r"[ \t]+(?=[/(])")
 _BLANK_RUN = re.compile(r"[ \t]{2,}|\t")

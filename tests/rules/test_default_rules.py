@@ -12,9 +12,11 @@ from urllib.parse import quote, quote_plus
 import pytest
 
 from engine.features import Features
+from engine.fields import request_fields
 from engine.verdict import Source
 from rules.embed import BROWSER_UA
 from rules.engine import RuleEngine
+from rules.targets import PER_KIND
 
 UA = ("User-Agent", BROWSER_UA)
 
@@ -346,3 +348,29 @@ BENIGN = [
 def test_hard_negative_passes(engine, name, features):
     verdict = engine.evaluate(features)
     assert verdict.label != "block", engine.explain(features)
+
+
+PROSE = [{"note": f"line {i} of the export, with words"} for i in range(PER_KIND + 50)]  # past PER_KIND: a run
+
+
+def _arg_values() -> list[str]:
+    out = []
+    for _, f in ATTACKS:
+        out += [fl.value for fl in request_fields(f) if fl.kind in ("query", "form", "json") and fl.value]
+    return list(dict.fromkeys(out))
+
+
+def test_a_value_behind_hundreds_meets_the_rules_it_meets_on_its_own(engine):
+    """Each argument value of the attacks above, placed last in a JSON document behind more than PER_KIND others
+    (a run, read by the rules alone), meets every pattern rule on arguments that it meets as the document's only
+    value: anchors, exemptions and comments included (rules/plans.joined_pattern, Operator.verify)."""
+    values = _arg_values()
+    assert len(values) > 100
+    on_args = {r.id for r in engine.rules if "args" in r.targets and r.operator.pattern is not None and not r.chain}
+    missed = {}
+    for v in values:
+        alone = set(engine.scan(js({"k": v})).rules) & on_args
+        behind = set(engine.scan(js(PROSE + [{"k": v}])).rules)
+        if alone - behind:
+            missed[v] = sorted(alone - behind)
+    assert not missed, missed

@@ -244,6 +244,60 @@ def test_an_anchored_rule_reads_a_field_behind_hundreds_of_others(tmp_path):
     assert 200 < PER_KIND and engine.scan(f).rules == ("anchored",)
 
 
+PROSE = [{"note": f"line {i} of the export, with words"} for i in range(PER_KIND + 50)]  # past PER_KIND: a run
+
+
+def _doc(leaves: list) -> Features:
+    return Features.build("POST", "/", body=json.dumps(leaves), headers={"Content-Type": "application/json", "User-Agent": "t"})
+
+
+ANCHORED = """
+rules:
+  - {id: anchored, targets: [args], operator: {regex: '^omega!$'}}
+  - {id: start, targets: [args], transforms: [lowercase], operator: {regex: '(?:^|;)\\s*file:/'}}
+  - {id: dotdot, targets: [args], operator: {regex: '^\\.\\./', unless: '^\\.\\./\\w+\\.css$'}, max_length: 64}
+  - {id: words, targets: [args], transforms: [sqlcomments], operator: {regex: 'union select'}}
+"""
+
+
+@pytest.fixture(scope="module")
+def anchored(tmp_path_factory):
+    path = tmp_path_factory.mktemp("rules") / "anchored.yaml"
+    path.write_text(ANCHORED)
+    return RuleEngine.load(path)
+
+
+@pytest.mark.parametrize("value,rules", [
+    ("omega!", ("anchored",)), ("FILE:///etc/passwd", ("start",)), ("../config.php", ("dotdot",)),
+    ("../article.css", ()), ("x omega!", ()), ("omega! x", ()), ("omega", ()),
+])  # fmt: skip
+def test_anchors_hold_at_each_value_of_a_run(anchored, value, rules):
+    """Past PER_KIND values, a pattern anchored to a value's start or end (`^omega!$`) reads each value of the run,
+    and an `unless` exemption holds there as it does on a value of its own. It used to match only the run's first
+    or last value, so a `^\\s*file:/` or `^\\.\\./` value behind hundreds of others met no anchored rule."""
+    f = _doc(PROSE + [{"k": value}] + PROSE[:3])
+    assert anchored.scan(f).rules == rules
+    assert anchored.scan(_doc([{"k": value}])).rules == rules  # as on a value of its own
+
+
+def test_a_comment_in_one_value_of_a_run_hides_nothing_after_it(anchored):
+    """`sqlcomments` reads `#` to the end of a line: in a run that line used to run on through the next values."""
+    leaves = PROSE + [{"k": "see ticket #12"}, {"k": "1 union select 2"}]
+    assert anchored.scan(_doc(leaves)).rules == ("words",)
+
+
+def test_a_plain_value_meets_the_anchored_rules_among_other_plain_values():
+    """Plain tokens (words, ids) of a kind are joined into one unit; an anchored rule reads each of them, so
+    `cmd=whoami` is read beside `lang=en` as on its own. A bare `id` is a sort key, not a command."""
+    engine = RuleEngine.load()
+    for query in ("cmd=whoami", "lang=en&cmd=whoami", "cmd=whoami&lang=en&page=2"):
+        assert engine.scan(get(query)).rules == ("rce-recon-command",), query
+        assert engine.scan(get(query), read_whole=True).rules == ("rce-recon-command",), query
+    for query in ("sort=id", "sort=id&order=asc", "field=hostname&page=2"):
+        assert not engine.evaluate(get(query)).blocked, engine.explain(get(query))
+    assert engine.scan(get("q=id;")).rules == ("rce-recon-command",)
+
+
 def test_a_short_value_rule_reads_each_value_past_per_kind(engine):
     """Past PER_KIND values of one kind the rest is one joined unit; a rule bounded to short values reads each of
     its values at its own length, where the model did not read them (the rules alone, or a truncated verdict)."""

@@ -129,6 +129,8 @@ def test_regex_survives_lone_surrogates():
     assert compile_operator({"sqli": True}, HERE).test("\ud83d' or 1=1--") is True
 
 
-def test_an_operator_with_unless_is_not_folded_into_the_set():
+def test_an_operator_with_unless_joins_the_set_as_a_candidate_only():
+    """Its pattern joins the Set (so it reads runs of values like any pattern rule); a hit is then tested whole."""
     op = compile_operator({"regex": "a", "unless": "b"}, HERE)
-    assert op.pattern is None and op.test("a") and not op.test("ab")
+    assert op.pattern == "a" and op.verify and op.test("a") and not op.test("ab")
+    assert not compile_operator({"regex": "a"}, HERE).verify
