@@ -5,8 +5,9 @@ it means for the canonical text). Output: a bounded list of `Unit`s, each one ra
 target names it belongs to (a query value belongs to `query` and `args`; a User-Agent value to `headers`
 and `headers:user-agent`).
 
-Bounds: plain tokens (ids, numbers, words, dates: nothing but letters, digits and `_.:@-`) cannot carry
-an injection on their own, so all plain tokens of one kind are joined into one unit; at most `PER_KIND`
+Bounds: plain tokens (ids, numbers, words, dates: nothing but letters, digits and `_.:@-`) rarely carry an
+injection, and then only as a whole value (`whoami`), so all plain tokens of one kind are joined into runs that
+keep their values, read value by value by the pattern rules only, wherever the model read them; at most `PER_KIND`
 other values of one kind are kept separate and the rest of that kind is joined too (separated by JOIN), in
 runs of at most CHUNK characters. A JSON body with ten thousand leaves is then scanned in a handful of passes
 instead of ten thousand. A run keeps its values (`Unit.parts`): where the model did not read them, a rule
