@@ -286,22 +286,23 @@ class _Rest:
     once, in order, up to MAX_REST_CHARS. Dropping them would hide a payload behind 4,096 padding fields from the model
     and the rules alike; one field keeps the cost of a huge body bounded and its padding collapses."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = MAX_REST_CHARS) -> None:
         self.items: dict[tuple[str, str], None] = {}
         self.size = 0
+        self.limit = limit
 
     @property
     def full(self) -> bool:
-        return self.size >= MAX_REST_CHARS
+        return self.size >= self.limit
 
     def add(self, name: str, value: str) -> None:
         key = (name, value)
-        if key not in self.items and self.size < MAX_REST_CHARS:
+        if key not in self.items and self.size < self.limit:
             self.items[key] = None
             self.size += len(name) + len(value) + 2
 
     def field(self, kind: str) -> list[Field]:
-        text = "\n".join(f"{n}={v}" if n else v for n, v in self.items)[:MAX_REST_CHARS]
+        text = "\n".join(f"{n}={v}" if n else v for n, v in self.items)[: self.limit]
         return [Field(kind, REST_CUT if self.full else REST, text)] if text else []
 
 
@@ -317,9 +318,9 @@ def cut(fields: list[Field]) -> bool:
     return any(f.name == REST_CUT for f in fields)
 
 
-def _capped(kind: str, pairs: Iterator[tuple[str, str]]) -> list[Field]:
+def _capped(kind: str, pairs: Iterator[tuple[str, str]], rest_chars: int = MAX_REST_CHARS) -> list[Field]:
     """`kind` fields of (name, value) pairs: the first MAX_FIELDS, then the rest as one (_Rest)."""
-    out, rest = [], _Rest()
+    out, rest = [], _Rest(rest_chars)
     for name, value in pairs:
         if len(out) < MAX_FIELDS:
             out.append(Field(kind, name, value))
@@ -354,7 +355,7 @@ def _json_leaves(obj: Any, path: str, depth: int, out: list[Field]) -> None:
 _JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"(?:\s*:\s*"((?:[^"\\]|\\.)*)")?')  # a string, or a key and its string value
 
 
-def _json_rest(text: str, out: list[Field]) -> list[Field]:
+def _json_rest(text: str, out: list[Field], rest_chars: int = MAX_REST_CHARS) -> list[Field]:
     """A document of more than MAX_FIELDS leaves: every distinct string in it that its first leaves do not hold, as
     one REST field (`key=value` where a key holds a string, the string alone otherwise). Numbers and literals carry
     no payload, and walking them leaf by leaf is slow: reading a 1 MB array of 330,000 numbers took 0.7 s that way,
@@ -362,7 +363,7 @@ def _json_rest(text: str, out: list[Field]) -> list[Field]:
     seen = {f.value for f in out}
     for f in out:
         seen.update(f.name.replace("[]", ".").split("."))
-    rest = _Rest()
+    rest = _Rest(rest_chars)
     for key, value in dict.fromkeys(_JSON_STRING.findall(text)):
         if rest.full:
             break
@@ -430,7 +431,7 @@ def multipart_split(body: bytes, boundary: str, epilogue_parts: bool = False) ->
     return delim, chunks, parts, epilogue
 
 
-def _multipart(body: bytes, boundary: str) -> list[Field] | None:
+def _multipart(body: bytes, boundary: str, rest_chars: int = MAX_REST_CHARS) -> list[Field] | None:
     split = multipart_split(body, boundary)
     if split is None:
         return None
@@ -438,7 +439,7 @@ def _multipart(body: bytes, boundary: str) -> list[Field] | None:
     parts = [(p.headers, p.content) for p in pieces]
     charset = form_charset(parts[:MAX_FIELDS])
     out: list[Field] = []
-    rest = _Rest()
+    rest = _Rest(rest_chars)
     for hdrs, content in parts:
         disp = hdrs.get("content-disposition", "")
         name = _param(disp, "name")
@@ -548,29 +549,31 @@ def _param(header: str, key: str) -> str | None:
     return m.group(1).strip() if m else None
 
 
-def body_fields(features: Features) -> list[Field]:
+def body_fields(features: Features, rest_chars: int = MAX_REST_CHARS) -> list[Field]:
+    """The body's fields; past the MAX_FIELDS-th, one REST field of at most `rest_chars` (the model reads
+    MAX_REST_CHARS; the rules, reading what the model did not, read more)."""
     features = features.inspected
     body = features.body
     if not body:
         return []
     ctype, opts = _content_type(features)
     if ctype == "multipart/form-data" or ctype.startswith("multipart/"):
-        parts = _multipart(body, opts.get("boundary", ""))
+        parts = _multipart(body, opts.get("boundary", ""), rest_chars)
         if parts is not None:
             return parts
     codec = body_codec(body, ctype, opts)
     if codec is None or not codec.startswith(WIDE):  # EBCDIC and UTF-7 declared are blocked (proto-foreign-charset)
-        return _text_fields(body, codec, ctype)
+        return _text_fields(body, codec, ctype, rest_chars=rest_chars)
     # also as sent: most servers ignore a declared charset, so ASCII declared UTF-16 with a few zero bytes put in to
     # look the part (which, decoded, is CJK noise) still reaches them. A body that really is UTF-16 or UTF-32 has a
     # zero byte in every ASCII character: as sent, it has no printable run at all.
-    decoded = _text_fields(body, codec, ctype)
+    decoded = _text_fields(body, codec, ctype, rest_chars=rest_chars)
     typed = body.count(b"\0", 0, 4096) * 4 < min(len(body), 4096)  # a few zero bytes: still the form it says it is
-    as_sent = _text_fields(body, None, ctype, typed=typed and (ctype == "application/x-www-form-urlencoded" or "json" in ctype))
+    as_sent = _text_fields(body, None, ctype, typed=typed and (ctype == "application/x-www-form-urlencoded" or "json" in ctype), rest_chars=rest_chars)
     return decoded + as_sent[: max(0, MAX_FIELDS - len(decoded))]
 
 
-def _text_fields(body: bytes, codec: str | None, ctype: str, typed: bool = False) -> list[Field]:
+def _text_fields(body: bytes, codec: str | None, ctype: str, typed: bool = False, rest_chars: int = MAX_REST_CHARS) -> list[Field]:
     """The fields of a body that is not multipart. `typed`: parse it as its Content-Type says even if it looks
     binary (the zero bytes of UTF-16 read as sent)."""
     text = body.decode(codec, "replace") if codec else None
@@ -579,15 +582,15 @@ def _text_fields(body: bytes, codec: str | None, ctype: str, typed: bool = False
             return [Field("body", "binary", printable_strings(body))]
         text = text_of(body)
     if ctype == "application/x-www-form-urlencoded" or (not ctype and _looks_like_form(text)):
-        return _capped("form", ((n, v if v is not None else "") for n, v in split_pairs(text)))
+        return _capped("form", ((n, v if v is not None else "") for n, v in split_pairs(text)), rest_chars)
     if "json" in ctype or (not ctype and text.lstrip()[:1] in ("{", "[")):
-        leaves = json_fields(text)
+        leaves = json_fields(text, rest_chars)
         if leaves is not None:
             return leaves
     return [Field("body", "", text)]
 
 
-def json_fields(text: str) -> list[Field] | None:
+def json_fields(text: str, rest_chars: int = MAX_REST_CHARS) -> list[Field] | None:
     """The leaves of `text` as JSON (`json` fields), or None where it does not parse."""
     try:
         obj = json.loads(text, object_pairs_hook=_json_object)
@@ -595,7 +598,7 @@ def json_fields(text: str) -> list[Field] | None:
         return None
     out: list[Field] = []
     _json_leaves(obj, "", 0, out)
-    return out + _json_rest(text, out) if len(out) >= MAX_FIELDS else out
+    return out + _json_rest(text, out, rest_chars) if len(out) >= MAX_FIELDS else out
 
 
 _FORM = re.compile(r"^[\w.\-\[\]%+]+=[^\s]*(&[\w.\-\[\]%+]+=[^\s]*)*$")
@@ -605,7 +608,7 @@ def _looks_like_form(text: str) -> bool:
     return len(text) < 65536 and bool(_FORM.match(text))
 
 
-def request_fields(features: Features) -> list[Field]:
+def request_fields(features: Features, rest_chars: int = MAX_REST_CHARS) -> list[Field]:
     out = [Field("method", "", features.method), Field("path", "", features.path)]
     if features.query:
         out.extend(Field("query", n, v if v is not None else "") for n, v in split_pairs(features.query))
@@ -613,5 +616,5 @@ def request_fields(features: Features) -> list[Field]:
         out.append(Field("header", name.lower(), value))
         if name.lower() == "cookie":
             out.extend(Field("cookie", n, v) for n, v in cookies(value))
-    out.extend(body_fields(features))
+    out.extend(body_fields(features, rest_chars))
     return out

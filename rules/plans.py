@@ -19,6 +19,7 @@ only when a rule names them), so serving never compiles anything.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from rules.schema import Rule
 from rules.targets import _KIND_TARGETS, LARGE_BODY_TARGETS, NAMED_PREFIX, Unit
 from rules.transforms import TRANSFORMS
 
+log = logging.getLogger(__name__)
 LARGE_VALUE = 1 << 16
 DOCUMENT_LENGTH = 4096  # a max_length this long bounds the size of a document, not of a short value
 LARGE_CHAIN = ("urldecode", "jsdecode")
@@ -61,7 +63,12 @@ def joined_pattern(pattern: str) -> str:
     out, i, n = [], 0, len(pattern)
     while i < n:
         c = pattern[i]
-        if c == "\\":
+        if pattern.startswith("\\Q", i):  # quoted text up to \E (or the end) is literal
+            end = pattern.find("\\E", i + 2)
+            end = n if end == -1 else end + 2
+            out.append(pattern[i:end])
+            i = end
+        elif c == "\\":
             two = pattern[i : i + 2]
             out.append(_ANCHORS.get(two, two))
             i += 2
@@ -188,7 +195,11 @@ class Planner:
             joined = raw
             if raw is not None and not large:  # a large unit is never a run (runs stop at CHUNK)
                 anchored = [joined_pattern(p) for p in patterns]
-                joined = raw if anchored == patterns else self._set(anchored, case_sensitive=True)
+                try:
+                    joined = raw if anchored == patterns else self._set(anchored, case_sensitive=True)
+                except Exception:  # a pattern the rewrite cannot read: a run meets its anchors as before
+                    log.warning("anchors in runs not read for chain %s: a pattern did not compile rewritten", chain)
+                    joined = raw
             limits = [self.rules[i].max_length for i in pattern_rules + slow]
             max_len = math.inf if large or None in limits else max(limits)
             plans.append(Plan(chain, raw, tuple(pattern_rules), tuple(slow), max_len, ("bytes",) + chain, joined))

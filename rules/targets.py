@@ -73,6 +73,8 @@ LARGE_BODY_TARGETS = {  # content type → what a large body of that type stands
     "": ("body",),
 }
 MAX_BODY_CHARS = 1 << 21  # the gateway caps the body earlier; this only bounds a direct caller
+REST_READ = MAX_BODY_CHARS  # a body's fields past the 4,096th: the rules read all of them (engine.fields REST), not
+#                            only the 64 KiB the model reads; where that REST is cut the model did not read it whole
 # a quiet header (engine.canonical's list) in one of these shapes carries nothing for attack rules; outside
 # them it is scanned like any header. Stricter than the canonical text's shape: `*`, `(`, quotes and the
 # like are what injections are made of, so they only pass where a header's grammar has them.
@@ -297,14 +299,14 @@ def units(features: Features, wanted: frozenset[str], split_large: bool = False)
         _large_body(b, features)
     texts, body_targets = [], ("body",)
     ctype = features.header("content-type").split(";", 1)[0].strip().lower()
-    for f in request_fields(features):
+    for f in request_fields(features, REST_READ):
         if f.kind == "body":
             texts.append(f.value)  # unparsed text, or the printable strings of a binary body (read both ways: two)
             if f.name != "binary" and _one_json_document(ctype):
                 # declared JSON that does not parse ({"user": {"$gt": undefined}}): a lenient parser may still
                 # read it, so argument rules read it whole, as they read a large body
                 body_targets = LARGE_BODY_TARGETS["json"]
-            elif f.name != "binary" and ctype and "json" not in ctype and f.value.lstrip()[:1] in ("{", "[") and (leaves := json_fields(f.value)):
+            elif f.name != "binary" and ctype and "json" not in ctype and f.value.lstrip()[:1] in ("{", "[") and (leaves := json_fields(f.value, REST_READ)):
                 # JSON under another Content-Type (text/plain): many APIs parse the body whatever it declares (a JSON
                 # type, or none, body_fields has tried already: what is left did not parse, NDJSON for one)
                 for leaf in leaves:

@@ -464,5 +464,7 @@ def test_a_rest_field_that_is_full_marks_the_text_truncated():
     body = json.dumps([{"id": i, "title": f"item number {i}"} for i in range(12_000)])
     f = Features.build("POST", "/api/import", headers={"Content-Type": "application/json"}, body=body)
     assert body_fields(f)[-1].name == REST_CUT and f.canonical.truncated
+    whole = body_fields(f, rest_chars=1 << 21)[-1]  # what the rules read: all of it
+    assert whole.name == REST and "title=item number 11999" in whole.value and len(whole.value) > len(body_fields(f)[-1].value)
     small = Features.build("POST", "/api/import", headers={"Content-Type": "application/json"}, body=json.dumps([{"id": 1}] * 5000))
     assert not small.canonical.truncated

@@ -2,12 +2,14 @@
 
 import base64
 import json
+from urllib.parse import quote_plus
 
 import pytest
 
 from engine.features import Features
 from engine.verdict import Source
 from rules.engine import RuleEngine, confidence
+from rules.plans import joined_pattern
 from rules.targets import PER_KIND
 from tests.factories import cms_page_save
 
@@ -267,6 +269,18 @@ def anchored(tmp_path_factory):
     return RuleEngine.load(path)
 
 
+@pytest.mark.parametrize("pattern,joined", [
+    (r"^a$", r"(?:^|\x1f)a(?:$|\x1f)"),
+    (r"(?:^|/)x", r"(?:(?:^|\x1f)|/)x"),
+    (r"[^$^]\$\^", r"[^$^]\$\^"),  # in a class, or escaped: no anchor
+    (r"[]^]a[[:alpha:]^]+$", r"[]^]a[[:alpha:]^]+(?:$|\x1f)"),
+    (r"\Afoo\z", r"(?:\A|\x1f)foo(?:\z|\x1f)"),
+    (r"\Q^a$\E^b", r"\Q^a$\E(?:^|\x1f)b"),  # quoted text is literal
+])  # fmt: skip
+def test_joined_pattern_anchors_at_each_value(pattern, joined):
+    assert joined_pattern(pattern) == joined
+
+
 @pytest.mark.parametrize("value,rules", [
     ("omega!", ("anchored",)), ("FILE:///etc/passwd", ("start",)), ("../config.php", ("dotdot",)),
     ("../article.css", ()), ("x omega!", ()), ("omega! x", ()), ("omega", ()),
@@ -445,3 +459,18 @@ def test_second_look_reads_a_large_body_whole_only_where_the_model_did_not(trunc
     engine = RuleEngine.load()
     model = Verdict("origin", 0.9, source=Source.MODEL, model="m@1", truncated=truncated)
     assert engine.second_look(model, cms_page_save()).blocked is blocked
+
+
+def _form_pairs(n: int, q: str | None) -> Features:
+    body = "&".join(f"f{i}=value+number+{i}%2C+ok" for i in range(n)) + (f"&q={quote_plus(q)}" if q is not None else "")
+    return Features.build("POST", "/import", body=body, headers={"Content-Type": "application/x-www-form-urlencoded", "User-Agent": "t"})
+
+
+def test_the_rules_alone_read_every_field_past_the_4096th():
+    """A form of 8,000 pairs, the SQL injection last: the fields past the 4,096th are one REST field, of which the
+    model reads 64 KiB (then its verdict is truncated); the rules read all of it. They used to read the same 64 KiB,
+    and the payload, 117 KB into that field, passed the rules alone."""
+    engine = RuleEngine.load()
+    bad, good = _form_pairs(8000, PAYLOADS["sqli"]), _form_pairs(8000, None)
+    assert len(bad.body) > 200_000 and "sqli-libinjection" in engine.scan(bad).rules
+    assert not engine.evaluate(good).blocked, engine.explain(good)
