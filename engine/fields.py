@@ -36,7 +36,8 @@ MAX_FIELDS = 4096  # beyond this, the rest of a body is read as one field, REST
 REST = "(rest)"  # its name: the distinct `name=value` items after the MAX_FIELDS-th, one a line, in order
 REST_CUT = "(rest, cut)"  # its name where more followed than it holds
 MAX_REST_CHARS = 1 << 16  # at most this much of them (padding repeats itself, and a repeated item is read once);
-#                          a body with more was not read whole (`cut`): the rules then read it as one unit
+#                          a body with more was not read whole (`cut`): the rules then read it as one unit, and
+#                          all of its REST field (request_fields' rest_chars: rules/targets.REST_READ)
 MAX_JSON_DEPTH = 64
 
 
