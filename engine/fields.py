@@ -284,7 +284,7 @@ def _json_object(pairs: list[tuple[str, Any]]) -> dict | _Duplicates:
 
 class _Rest:
     """The fields of a body after its MAX_FIELDS-th, read as one (REST): each distinct `name=value` item (or value)
-    once, in order, up to MAX_REST_CHARS. Dropping them would hide a payload behind 4,096 padding fields from the model
+    once, in order, up to `limit` characters (MAX_REST_CHARS: what the model reads). Dropping them would hide a payload behind 4,096 padding fields from the model
     and the rules alike; one field keeps the cost of a huge body bounded and its padding collapses."""
 
     def __init__(self, limit: int = MAX_REST_CHARS) -> None:

@@ -100,15 +100,15 @@ class RuleEngine:
                     return True
         return False
 
-    def _scan_units(self, request_units: list[Unit], large_at: float = LARGE_VALUE, per_part: bool = True) -> set[int]:
-        """The indices of the rules that hold. `per_part`: a joined unit's values are read one by one too (see
-        _a_part_matches); without it a joined unit is one value (where the model read every one of them)."""
+    def _scan_units(self, request_units: list[Unit], large_at: float = LARGE_VALUE) -> set[int]:
+        """The indices of the rules that hold. A joined unit with parts is read value by value (_a_part_matches);
+        one without (values the model read, joined by units(split_large=True)) is one value."""
         matched: set[int] = set()
         rules = self.rules
         for unit in request_units:
             size = len(unit.value)
             large = size > large_at  # its plans hold only rules that read large values, so `fits` holds for them all
-            parts = bool(unit.parts) and (per_part or unit.plain)
+            parts = bool(unit.parts)
             for plan in self.planner.plans_for(unit.targets, large):
                 if size > plan.max_len and read_length(unit) > plan.max_len and not parts:
                     continue
@@ -164,7 +164,7 @@ class RuleEngine:
         values to the model, as they do in a smaller body; a run of values joined past PER_KIND is one
         value. Otherwise (the rules alone, or a body the model saw only the head and tail of) the body is
         also one unit that every rule reading documents reads whole, and a run's values are read one by one."""
-        matched = sorted(self._scan_units(*self._units(features, read_whole), per_part=not read_whole))
+        matched = sorted(self._scan_units(*self._units(features, read_whole)))
         hits = [self.rules[i] for i in matched]
         tags = tuple(dict.fromkeys(t for r in hits for t in r.tags))
         label = next((r.label for r in hits if r.label), None)
@@ -182,7 +182,7 @@ class RuleEngine:
         Slow (rule by rule); meant for tuning and for operators reading a block, not for serving."""
         request_units, large_at = self._units(features, read_whole)
         out = []
-        for i in sorted(self._scan_units(request_units, large_at, per_part=not read_whole)):
+        for i in sorted(self._scan_units(request_units, large_at)):
             rule = self.rules[i]
             for unit in request_units:
                 if not any(t in rule.targets for t in unit.targets):

@@ -170,17 +170,18 @@ class _Builder:
 
     def finish(self) -> list[Unit]:
         for targets, values in self.plain.items():  # in runs whatever the model read: `^whoami$` holds on one
-            for chunk in _chunks(values):
-                parts = tuple(dict.fromkeys(chunk)) if len(chunk) > 1 else ()
-                self.units.append(Unit(targets, JOIN.join(chunk), "*", parts=parts, plain=True))
+            self._runs(targets, values, plain=True)
         for targets, values in self.overflow.items():
             if not self.runs:  # the model read every one of them: the rules read them as one value, in one unit
                 self.units.append(Unit(targets, JOIN.join(values), "*"))
-                continue
-            for chunk in _chunks(values):
-                parts = tuple(dict.fromkeys(chunk)) if len(chunk) > 1 else ()  # padding repeats itself: read once
-                self.units.append(Unit(targets, JOIN.join(chunk), "*", parts=parts))
+            else:
+                self._runs(targets, values)
         return self.units
+
+    def _runs(self, targets: tuple[str, ...], values: list[str], plain: bool = False) -> None:
+        for chunk in _chunks(values):
+            parts = tuple(dict.fromkeys(chunk)) if len(chunk) > 1 else ()  # padding repeats itself: read once
+            self.units.append(Unit(targets, JOIN.join(chunk), "*", parts=parts, plain=plain))
 
 
 def _chunks(values: list[str]) -> list[list[str]]:

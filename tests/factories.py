@@ -336,3 +336,8 @@ def cms_page_save(extra: str = "") -> Features:
     pad = "&".join(f"f{i}=" + quote_plus("plain words of a page " * 30) for i in range(120))
     body = "title=SSI+guide&body=" + quote_plus(guide) + "&" + pad + extra
     return Features.build("POST", "/cms/save", body=body, headers={"Content-Type": "application/x-www-form-urlencoded", "User-Agent": "t"})
+
+
+def padding_leaves(n: int) -> list[dict]:
+    """`n` distinct prose JSON leaves: more than rules.targets.PER_KIND of them make the rules read a run."""
+    return [{"note": f"line {i} of the export, with words"} for i in range(n)]

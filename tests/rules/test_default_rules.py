@@ -17,6 +17,7 @@ from engine.verdict import Source
 from rules.embed import BROWSER_UA
 from rules.engine import RuleEngine
 from rules.targets import PER_KIND
+from tests.factories import padding_leaves
 
 UA = ("User-Agent", BROWSER_UA)
 
@@ -350,7 +351,7 @@ def test_hard_negative_passes(engine, name, features):
     assert verdict.label != "block", engine.explain(features)
 
 
-PROSE = [{"note": f"line {i} of the export, with words"} for i in range(PER_KIND + 50)]  # past PER_KIND: a run
+PROSE = padding_leaves(PER_KIND + 50)  # past PER_KIND: a run
 
 
 def _arg_values() -> list[str]:

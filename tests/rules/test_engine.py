@@ -11,7 +11,7 @@ from engine.verdict import Source
 from rules.engine import RuleEngine, confidence
 from rules.plans import joined_pattern
 from rules.targets import PER_KIND
-from tests.factories import cms_page_save
+from tests.factories import cms_page_save, padding_leaves
 
 RULESET = """
 name: unit
@@ -246,7 +246,7 @@ def test_an_anchored_rule_reads_a_field_behind_hundreds_of_others(tmp_path):
     assert 200 < PER_KIND and engine.scan(f).rules == ("anchored",)
 
 
-PROSE = [{"note": f"line {i} of the export, with words"} for i in range(PER_KIND + 50)]  # past PER_KIND: a run
+PROSE = padding_leaves(PER_KIND + 50)  # past PER_KIND: a run
 
 
 def _doc(leaves: list) -> Features:
