@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from engine.canonical import QUIET_HEADERS, QUIET_PREFIXES, _b64_text
 from engine.features import Features
 from engine.fields import REST, REST_CUT, Field, body_text, json_fields, request_fields, rest_item
+from rules import xmltext
 from rules.transforms import JOIN, base64_decode, nfkc
 
 # target name → what it selects
@@ -50,7 +51,8 @@ TARGETS = {
     "form_names": "form and multipart text field names",
     "json": "JSON leaf values",
     "json_names": "JSON leaf paths (`a.b[].c`)",
-    "args": "query, form and JSON values",
+    "xml": "XML element text and attribute values (an XML body: SOAP, XML-RPC, XML APIs)",
+    "args": "query, form, JSON and XML values",
     "args_names": "query, form and JSON names",
     "uploads": "multipart file contents (printable strings of binary files)",
     "upload_names": "multipart file names",
@@ -113,6 +115,7 @@ _KIND_TARGETS = {
     "json": (("json", "args"), ("json_names", "args_names")),
     "cookie": (("cookies",), ("cookie_names",)),
 }
+XML_VALUES = ("xml", "args")
 
 
 def valid_target(name: str) -> bool:
@@ -312,6 +315,11 @@ def units(features: Features, wanted: frozenset[str], split_large: bool = False)
                 # type, or none, body_fields has tried already: what is left did not parse, NDJSON for one)
                 for leaf in leaves:
                     _field(b, leaf)
+            if f.name != "binary" and xmltext.is_xml(ctype, f.value):
+                # an XML API's parameters are its element text and attributes: argument rules read them as they
+                # read a JSON body's leaves (the whole body stays one unit for the rules that read documents)
+                for name, value in xmltext.values(f.value):
+                    _with_base64(b, XML_VALUES, value, name, join_plain=True)
         elif f.kind not in ("method", "path"):
             _field(b, f)
     if features.body and not whole and not wanted.isdisjoint(body_targets):

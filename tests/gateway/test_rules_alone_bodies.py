@@ -1,7 +1,7 @@
 """The rules alone, in a real gateway process with the model disabled, against a real origin: a payload
-behind hundreds of JSON records, or in one field of a large multipart form, is blocked with 403 (the rules
-used to read such values with their document rules only, and forwarded them); the same bodies without it reach
-the origin byte for byte."""
+behind hundreds of JSON records, in one field of a large multipart form, or in one element of a SOAP order, is
+blocked with 403 (the rules used to read such values with their document rules only, and forwarded them); the
+same bodies without it reach the origin byte for byte."""
 
 from __future__ import annotations
 
@@ -30,7 +30,15 @@ def multipart(q: str | None) -> tuple[bytes, str]:
     return ("".join(parts) + "--b0--\r\n").encode(), "multipart/form-data; boundary=b0"
 
 
-@pytest.mark.parametrize("build", [records, multipart], ids=["json-records", "large-multipart"])
+def soap(q: str | None) -> tuple[bytes, str]:
+    lines = "".join(f"<line sku='SKU-{i:04d}' qty='{i % 5 + 1}'><note>Gift wrap, O'Brien &amp; sons (#{i})</note></line>" for i in range(40))
+    query = f"<customerRef>{q}</customerRef>" if q else "<customerRef>C-1042</customerRef>"
+    envelope = ('<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/">'
+                f'<soap:Body><PlaceOrder xmlns="urn:shop">{query}<lines>{lines}</lines></PlaceOrder></soap:Body></soap:Envelope>')  # fmt: skip
+    return envelope.encode(), "text/xml; charset=utf-8"
+
+
+@pytest.mark.parametrize("build", [records, multipart, soap], ids=["json-records", "large-multipart", "soap-element"])
 async def test_the_rules_alone_block_a_payload_the_model_would_have_read(upstream, build):
     raw = {"listen": "127.0.0.1:0", "admin": {"listen": "127.0.0.1:0"}, "model": {"enabled": False},
            "headers": {"echo": True}}  # fmt: skip

@@ -152,7 +152,7 @@ TARGET_RULESET = "name: targets\nrules:\n" + "\n".join(
     f"  - {{id: t-{t.replace(':', '-')}, targets: [{t}], operator: {{regex: 'Zq'}}, score: 1}}"
     for t in [
         "method", "path", "uri", "query_string", "query", "query_names", "form", "form_names", "json",
-        "json_names", "args", "args_names", "uploads", "upload_names", "headers", "headers:x-one",
+        "json_names", "xml", "args", "args_names", "uploads", "upload_names", "headers", "headers:x-one",
         "header_names", "header_list", "cookies", "cookie_names", "body", "client",
     ]
 )  # fmt: skip
@@ -207,7 +207,12 @@ MULTIPART = (
         (Features.build("GET", "/", headers={"Cookie": "Zq=1"}), {"cookie_names"}),
         (Features.build("GET", "/", headers={"Accept": "text/Zq"}), set()),  # a quiet header in its usual shape
         (Features.build("GET", "/", headers={"Accept": "text/Zq'<"}), {"headers"}),  # ... and in an unusual one
-        (Features.build("POST", "/", body="<x>Zq</x>", headers={"Content-Type": "text/xml"}), {"body"}),
+        # an XML body's element text and attribute values are arguments; its comments and names are not
+        (Features.build("POST", "/", body="<x>Zq</x>", headers={"Content-Type": "text/xml"}), {"xml", "args", "body"}),
+        (Features.build("POST", "/", body='<x a="Zq"/>', headers={"Content-Type": "application/soap+xml"}), {"xml", "args", "body"}),
+        (Features.build("POST", "/", body="<Zq><!-- Zq --></Zq>", headers={"Content-Type": "text/xml"}), {"body"}),
+        (Features.build("POST", "/", body="<?xml version='1.0'?><x>Zq</x>"), {"xml", "args", "body"}),
+        (Features.build("POST", "/", body="<p>Zq</p>", headers={"Content-Type": "text/html"}), {"body"}),
         (Features.build("GET", "/", client="Zq"), {"client"}),
     ],
 )
