@@ -43,8 +43,7 @@ def values(text: str) -> Iterator[tuple[str, str]]:
     element = ""
     count = 0
     while (lt := text.find("<", i)) >= 0:
-        if count >= MAX_VALUES:
-            run = lt
+        if count >= MAX_VALUES:  # the rest from the text not yet read: text after the last tag is part of it
             element = REST
             break
         if text.startswith(("<!--", "<![CDATA[", "<!", "<?"), lt):

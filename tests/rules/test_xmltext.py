@@ -42,6 +42,12 @@ def test_past_max_values_the_rest_is_one_value():
     assert name == REST and rest.startswith("<i>v</i>") and rest.endswith("<q>1' or 1=1--</q></r>")
 
 
+def test_the_rest_keeps_the_text_after_the_last_value_read():
+    doc = "<r>" + '<i a="v"/>' * MAX_VALUES + "1' or 1=1--<q/></r>"
+    name, rest = list(values(doc))[-1]
+    assert name == REST and rest.startswith("1' or 1=1--")
+
+
 @pytest.mark.parametrize(
     "ctype,text,xml",
     [
