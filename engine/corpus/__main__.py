@@ -1,4 +1,5 @@
-"""`python -m engine.corpus --data ../shared/data --out work/corpus [--seed 1] [--scale 1.0] [--lookalikes] [--image-uploads]`:
+"""`python -m engine.corpus --data ../shared/data --out work/corpus [--seed 1] [--scale 1.0] [--lookalikes] [--image-uploads]
+[--xml-values]`:
 build the training corpus (train.jsonl, test.jsonl, evasion.jsonl, summary.json) and print its summary table."""
 
 from __future__ import annotations
@@ -24,9 +25,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="uploaded images as tools write them: SVG icons, GIFs, ICO bitmaps, PNG and JPEG with metadata "
                          "(engine.corpus.images), for benign and attack uploads alike; the default bundle's corpus has "
                          "bare PNG and JPEG bytes")
+    ap.add_argument("--xml-values", action="store_true",
+                    help="parameter payloads go into XML bodies' element text and attributes too (engine.corpus.xmlvalues): "
+                         "SOAP, XML-RPC, XML orders, Atom entries; the default bundle's corpus has none there")
     args = ap.parse_args(argv)
     t0 = time.time()
-    result = build(args.data, args.out, seed=args.seed, scale=args.scale, lookalikes=args.lookalikes, image_uploads=args.image_uploads)
+    result = build(args.data, args.out, seed=args.seed, scale=args.scale, lookalikes=args.lookalikes, image_uploads=args.image_uploads,
+                   xml_values=args.xml_values)
     print(table(result, time.time() - t0))
     return 0
 

@@ -5,14 +5,15 @@ cookie, path segment, header, or a post's text), chosen by class, with the scene
 headers and body around them; sometimes that body is a long document with the payload in its middle
 (MODEL-NOTES point 2). Other contexts fill larger parts of a request: `path`/`url` the target,
 `header:<Name>` one header, `header` raw header lines, `request` a whole raw request, `body` the body,
-`graphql` a GraphQL operation, `upload` a multipart file.
+`graphql` a GraphQL operation, `upload` a multipart file. With `--xml-values` (Pools.xml_values) a `param`
+payload may also go into an XML body's element text or attribute (engine.corpus.xmlvalues).
 """
 
 from __future__ import annotations
 
 import re
 
-from engine.corpus import embed_parts, params, session, slots
+from engine.corpus import embed_parts, params, session, slots, xmlvalues
 from engine.corpus.draft import Draft
 from engine.corpus.io import from_draft
 from engine.corpus.rand import Rng, Weighted
@@ -35,6 +36,10 @@ CLASS_POSITIONS: dict[str, dict[str, float]] = {
 }  # fmt: skip
 _WEIGHTED = {k: Weighted(v) for k, v in CLASS_POSITIONS.items()}
 _DEFAULT = Weighted(POSITIONS)
+# with --xml-values: an XML body's values, for every class but CRLF (a line break in element text splits no header)
+XML_WEIGHT, XML_NONE = 6, ("crlf",)
+_WEIGHTED_XML = {k: Weighted({**v, "xml": 0 if k in XML_NONE else XML_WEIGHT}) for k, v in CLASS_POSITIONS.items()}
+_DEFAULT_XML = Weighted({**POSITIONS, "xml": XML_WEIGHT})
 
 # benign scenes that carry a payload at each position (the same scenes the benign generator uses)
 CARRIERS = {
@@ -43,6 +48,7 @@ CARRIERS = {
     "json": Weighted({"api_write": 62, "text_post": 28, "long_doc": 10}),
     "multipart": Weighted({"multipart_form": 60, "upload": 40}),
     "text": Weighted({"text_post": 85, "long_doc": 15}),
+    "xml": Weighted({"xml_post": 1}),
     "any": Weighted({"page": 25, "static": 10, "search": 10, "api_read": 15, "api_item": 10, "api_write": 15, "form_post": 10, "text_post": 5,
                      "preflight": 2, "health": 1, "xml_post": 2, "upload": 2}),
 }  # fmt: skip
@@ -74,7 +80,13 @@ def embed_param(ctx: Ctx, payload: str, cls: str) -> tuple[Draft, str]:
     rng = ctx.rng
     if cls == "prototype_pollution" and _PAIRS.match(payload) or payload.startswith("/?"):
         return embed_parts.url(ctx, payload if payload.startswith("/") else "?" + payload, query_only=True), "pairs"
-    where = (_WEIGHTED.get(cls) or _DEFAULT).draw(rng)
+    if ctx.pools.xml_values:
+        where = (_WEIGHTED_XML.get(cls) or _DEFAULT_XML).draw(rng)
+    else:
+        where = (_WEIGHTED.get(cls) or _DEFAULT).draw(rng)
+    if where == "xml":
+        d = scene_draft(ctx, "xml")
+        return d, f"xml/{xmlvalues.put(rng, d, payload)}/{d.scene}"
     if where in ("query", "form", "json", "multipart", "text"):
         d = scene_draft(ctx, where)
         if where == "text" or (d.focus is not None and rng.chance(0.3)):
