@@ -49,9 +49,7 @@ def element_spans(xml: str) -> list[tuple[int, int]]:
 def attribute_spans(xml: str) -> list[tuple[int, int]]:
     """Where each attribute value lies, namespace declarations left out."""
     out = []
-    for tag in _START.finditer(xml):
-        if tag.group(1) is None:
-            continue
+    for tag in _START.finditer(xml):  # a start tag with attributes (a bare one does not match)
         base = tag.start(1)
         for a in _ATTR.finditer(tag.group(1)):
             if not XMLNS.match(a.group(1)):
