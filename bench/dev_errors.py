@@ -1,6 +1,6 @@
 """Where a bundle's errors on its own dev split sit: by group (payload template, benign source).
 
-    python bench/dev_errors.py [--bundle DIR] [--corpus work/corpus] [--top 15] [--out bench/results/dev-errors]
+    python bench/dev_errors.py [--bundle DIR] [--corpus work/corpus] [--top 60] [--out bench/results/dev-errors]
 
 The dev split is the part of `corpus/train.jsonl` that the bundle's own run held out (its seed and dev-split mode:
 engine.train's `bundle_split`), so the bundle never trained on it, and reading it never touches the test split.
@@ -64,8 +64,9 @@ def by_group(rows: np.ndarray, dev: list[dict], groups: np.ndarray) -> list[dict
 
 
 def shares(groups: list[dict], total: int) -> dict[str, float]:
-    sizes = np.cumsum([g["n"] for g in groups]) if groups else np.zeros(1)
-    return {str(k): round(float(sizes[min(k, len(sizes)) - 1]) / total, 4) if total else 0.0 for k in SHARES}
+    """The share of `total` that the 1, 2, 4 and 8 largest of `groups` (largest first) hold."""
+    sizes = [sum(g["n"] for g in groups[:k]) for k in SHARES]
+    return {str(k): round(n / total, 4) if total else 0.0 for k, n in zip(SHARES, sizes)}
 
 
 def analyse(s: dict[str, np.ndarray], dev: list[dict], threshold: float, top: int) -> dict:
@@ -80,8 +81,7 @@ def analyse(s: dict[str, np.ndarray], dev: list[dict], threshold: float, top: in
         "threshold": threshold,
         "attacks": int(att.sum()), "attack_groups": int(len(set(groups[att]))),
         "benign": int((~att).sum()), "benign_groups": int(len(set(groups[~att]))),
-        "served_tpr": round(float(blocked[att].mean()), 5) if att.any() else None,
-        "served_fpr": round(float(blocked[~att].mean()), 5) if (~att).any() else None,
+        **{f"served_{k}": v for k, v in noise.served(s, threshold).items()},
         "misses": int(len(misses)), "miss_groups": miss_groups,
         "miss_share_of_largest_groups": shares(miss_groups, len(misses)),
         "false_positives": int(len(fps)), "false_positives_by_model": int((~att & (s["score"] >= threshold)).sum()),

@@ -329,6 +329,19 @@ def labelled_record(rng: random.Random, attack: bool) -> dict:
             "attack_class": cls, "features": list(tags), "group": f"g{rng.randint(0, 40)}"}  # fmt: skip
 
 
+def dev_split_corpus(folder, rng: random.Random, n: int = 600) -> list[dict]:
+    """`folder/train.jsonl` of `n` labelled records (a third attacks), every record its own group, so that about
+    5 % land in a bundle's dev split (engine.train's split_dev): for the benchmarks that read that split."""
+    import json
+
+    rows = [labelled_record(rng, i % 3 == 0) for i in range(n)]
+    for i, r in enumerate(rows):
+        r["group"] = f"t{i}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return rows
+
+
 def cms_page_save(extra: str = "") -> Features:
     """An 84 KB CMS page save: a guide to server-side includes in one long field, many plain fields, and
     `extra` appended as one more form field."""

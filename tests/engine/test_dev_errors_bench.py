@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.factories import labelled_record
+from tests.factories import dev_split_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("bench_dev_errors", ROOT / "bench" / "dev_errors.py")
@@ -44,11 +44,7 @@ def test_errors_are_counted_by_group_and_their_concentration_is_read_off_the_lar
 def test_a_run_on_the_default_model_writes_figures(tmp_path):
     rng = random.Random(5)
     corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    rows = [labelled_record(rng, i % 3 == 0) for i in range(600)]
-    for i, r in enumerate(rows):
-        r["group"] = f"t{i}"  # every record its own group: about 5 % land in the dev split
-    (corpus / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    dev_split_corpus(corpus, rng)
     out = tmp_path / "out"
     run = subprocess.run([sys.executable, str(ROOT / "bench" / "dev_errors.py"), "--corpus", str(corpus), "--out", str(out),
                           "--threads", "1", "--top", "5"], capture_output=True, text=True, timeout=300)  # fmt: skip

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.factories import labelled_record
+from tests.factories import dev_split_corpus, labelled_record
 
 ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("bench_threshold_noise", ROOT / "bench" / "threshold_noise.py")
@@ -44,11 +44,7 @@ def test_the_rule_is_trainings_and_resampling_moves_it_only_when_few_scores_deci
 def test_a_run_on_the_default_model_writes_figures_and_a_chart(tmp_path):
     rng = random.Random(3)
     corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    rows = [labelled_record(rng, i % 3 == 0) for i in range(600)]
-    for i, r in enumerate(rows):
-        r["group"] = f"t{i}"  # every record its own group: about 5 % land in the dev split
-    (corpus / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    dev_split_corpus(corpus, rng)
     (corpus / "test.jsonl").write_text("".join(json.dumps(labelled_record(rng, i % 3 == 0)) + "\n" for i in range(90)))
     out = tmp_path / "out"
     run = subprocess.run([sys.executable, str(ROOT / "bench" / "threshold_noise.py"), "--corpus", str(corpus), "--out", str(out),
