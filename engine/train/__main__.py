@@ -216,6 +216,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--max-tokens", type=int, default=65536, help="the bundle's serving token budget")
     ap.add_argument("--target-fpr", type=float, default=0.001, help="benign FPR the block threshold is calibrated to")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", default="cpu",
+                    help="where the training steps run: cpu (the documented recipe) or a PyTorch device such as cuda; "
+                         "export, int8 and calibration run on the CPU either way, and a GPU run's weights are not bit "
+                         "for bit a CPU run's")
     add_int8_argument(ap)
     ap.add_argument("--install", action="store_true", help="copy the bundle over engine/bundles/default")
     ap.add_argument("--finish", action="store_true", help="no training: evaluate the bundle at --out (and --install it)")
@@ -269,12 +273,13 @@ def main(argv=None) -> int:
         init_seed = member_seed(args, k)
         if init_seed is not None:
             set_seed(init_seed)
-        net = ClefNet(tokenizer.get_vocab_size(), len(LABELS), len(FEATURES), d=args.dim, ffn=args.ffn)
+        net = ClefNet(tokenizer.get_vocab_size(), len(LABELS), len(FEATURES), d=args.dim, ffn=args.ffn).to(args.device)
         if args.networks > 1:
             progress(f"  network {k + 1} of {args.networks} (" + (f"--init-seed {init_seed})" if init_seed is not None else f"--seed {args.seed})"))
         progress(f"  {sum(p.numel() for p in net.parameters()):,} parameters")
-        cfg = TrainConfig(epochs=args.epochs, seed=args.seed if init_seed is None else init_seed)
+        cfg = TrainConfig(epochs=args.epochs, seed=args.seed if init_seed is None else init_seed, device=args.device)
         run = train(net, train_data, cfg)
+        net = net.cpu()  # export, int8 and calibration run on the CPU
         nets.append(net)
         runs.append({**({"init_seed": init_seed} if init_seed is not None else {}), **run})
         if args.networks > 1:
@@ -292,6 +297,7 @@ def main(argv=None) -> int:
         "seed": args.seed,
         "dev_split": args.dev_split,
         "train_max_tokens": args.train_max_tokens,
+        **({"device": args.device} if args.device != "cpu" else {}),
     }
     if len(runs) == 1:
         trained_on.update(runs[0])  # one network: its init seed and run figures, as before

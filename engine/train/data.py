@@ -3,6 +3,10 @@
 Records are request-shaped JSONL (engine.corpus writes them): method, path, query, headers, body or
 body_b64, label, features, group. Canonicalisation is pure Python and the slow part, so it runs in a
 process pool; tokenisation runs batched in the tokenizer's own threads.
+
+Reading records needs the serving engine (canonical text, the model's `fit`); the training steps need only
+torch and numpy: those imports wait until a record is read, so `engine.train.loop` runs on ids encoded
+elsewhere, on a machine that has PyTorch and a GPU but not the serving runtime (bench/recipe_sweep.py).
 """
 
 from __future__ import annotations
@@ -18,9 +22,7 @@ from typing import Iterator
 
 import numpy as np
 
-from engine.eval import features_of as record_features
 from engine.labels import FEATURES
-from engine.model import fit
 from engine.verdict import LABELS
 
 
@@ -31,6 +33,12 @@ def read_jsonl(path: str | Path, limit: int | None = None) -> Iterator[dict]:
                 break
             if line.strip():
                 yield json.loads(line)
+
+
+def record_features(rec: dict):
+    from engine.eval import features_of
+
+    return features_of(rec)
 
 
 def _canon(rec: dict) -> tuple[str, str]:
@@ -67,6 +75,8 @@ def targets(records: list[dict]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def encode_records(records: list[dict], tokenizer, max_tokens: int, workers: int = 2, log=print, parts=None) -> Encoded:
+    from engine.model import fit
+
     t0 = time.time()
     if parts is None:
         parts = canonical_parts(records, workers)

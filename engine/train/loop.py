@@ -37,6 +37,7 @@ class TrainConfig:
     seed: int = 1
     log_every_s: float = 30.0
     max_seconds: float | None = None  # stop after this long, whatever the epochs say (None: never)
+    device: str = "cpu"  # where the steps run ("cuda" on a machine with a GPU); the net must already be there
 
 
 def set_seed(seed: int) -> None:
@@ -62,6 +63,7 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig) -> dict:
     block = LABELS.index("block")
     label_weight = torch.ones(len(LABELS))
     label_weight[[i for i in range(len(LABELS)) if i != block]] = cfg.benign_weight
+    label_weight = label_weight.to(cfg.device)
     net.train()
     step, seen, t0, last = 0, 0, time.time(), 0.0
     running = {"loss": 0.0, "acc": 0.0, "n": 0}
@@ -71,10 +73,10 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig) -> dict:
             if step >= total or (cfg.max_seconds is not None and time.time() - t0 >= cfg.max_seconds):
                 total = min(total, step)  # out of time: this is the last step
                 break
-            ids = torch.from_numpy(pad(data.ids, idx, net.window))
-            y = torch.from_numpy(data.labels[idx])
-            target = y if data.soft is None else torch.from_numpy(data.soft[idx])
-            yf = torch.from_numpy(data.features[idx])
+            ids = torch.from_numpy(pad(data.ids, idx, net.window)).to(cfg.device)
+            y = torch.from_numpy(data.labels[idx]).to(cfg.device)
+            target = y if data.soft is None else torch.from_numpy(data.soft[idx]).to(cfg.device)
+            yf = torch.from_numpy(data.features[idx]).to(cfg.device)
             for g in opt.param_groups:
                 g["lr"] = lr_at(step)
             label_logits, feature_logits = net.logits(ids)
@@ -104,14 +106,15 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig) -> dict:
 
 
 @torch.no_grad()
-def predict(net: ClefNet, data: Encoded, tokens_per_batch: int = 65536) -> tuple[np.ndarray, np.ndarray]:
-    """Label and feature probabilities for every sequence, in order (the training graph, eval mode)."""
+def predict(net: ClefNet, data: Encoded, tokens_per_batch: int = 65536, device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
+    """Label and feature probabilities for every sequence, in order (the training graph, eval mode, on the
+    device the net is on)."""
     net.eval()
     lengths = [len(x) for x in data.ids]
     probs = np.zeros((len(lengths), len(LABELS)), dtype=np.float32)
     feats = np.zeros((len(lengths), data.features.shape[1]), dtype=np.float32)
     for idx in batches(lengths, tokens_per_batch, net.window, random.Random(0)):
-        p, f = net(torch.from_numpy(pad(data.ids, idx, net.window)))
-        probs[idx] = p.numpy()
-        feats[idx] = f.numpy()
+        p, f = net(torch.from_numpy(pad(data.ids, idx, net.window)).to(device))
+        probs[idx] = p.cpu().numpy()
+        feats[idx] = f.cpu().numpy()
     return probs, feats

@@ -38,7 +38,7 @@ def corpus(tmp_path_factory):
 def test_pipeline_writes_a_verified_int8_bundle(corpus, tmp_path):
     out = tmp_path / "bundle"
     args = ["--corpus", str(corpus), "--out", str(out), "--epochs", "2", "--vocab", "700", "--threads", "1",
-            "--version", "9.9.9", "--train-max-tokens", "256", "--dim", "48", "--ffn", "80"]  # fmt: skip
+            "--version", "9.9.9", "--train-max-tokens", "256", "--dim", "48", "--ffn", "80", "--device", "cpu"]  # fmt: skip
     assert train_main(args) == 0
     b = bundles.load(out)  # sha256 verified
     m = b.manifest
@@ -48,6 +48,7 @@ def test_pipeline_writes_a_verified_int8_bundle(corpus, tmp_path):
     assert m["quantization"]["format"] in ("dynamic", "static")
     assert 0.5 <= m["thresholds"]["block"] <= 0.99
     assert m["trained_on"]["train_sha256"] and m["trained_on"]["records"] > 0
+    assert "device" not in m["trained_on"]  # a CPU run's manifest reads as before; only another device is named
     assert set(m["eval"]["test"]) >= {"tpr", "fpr", "per_class", "latency"}
     model = Model(b)
     labels, _ = model.run([model.encode(Features.build("GET", "/search", "q=shoes"))])
@@ -144,6 +145,19 @@ def test_a_rerun_with_the_same_seed_gives_the_same_weights():
     a, b, c = run(1), run(1), run(2)
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert not all(torch.equal(a[k], c[k]) for k in a)
+
+
+def test_the_training_steps_import_neither_the_serving_runtime_nor_the_corpus_reader():
+    """bench/recipe_sweep.py trains on ids encoded elsewhere, on a machine with PyTorch and a GPU but not the serving
+    runtime: engine.train.loop and engine.train.net must import with torch and numpy alone."""
+    import subprocess
+    import sys
+
+    code = ("import sys, engine.train.loop, engine.train.net; "
+            "print(sorted(m for m in ('onnxruntime', 'tokenizers', 'libinjection', 'cachetools', 'engine.model') if m in sys.modules))")  # fmt: skip
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
 
 
 def test_networks_take_the_init_seeds_their_own_runs_would():
