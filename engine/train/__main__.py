@@ -211,6 +211,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--vocab", type=int, default=8192)
     ap.add_argument("--dim", type=int, default=64)
     ap.add_argument("--ffn", type=int, default=128, help="hidden width of the feed-forward layer (default 128)")
+    ap.add_argument("--window", type=int, default=64, help="tokens per attention window (default 64)")
     ap.add_argument("--train-max-tokens", type=int, default=8192,
                     help="longer training sequences keep the head, the body's head and its tail (default 8192)")
     ap.add_argument("--max-tokens", type=int, default=65536, help="the bundle's serving token budget")
@@ -273,7 +274,7 @@ def main(argv=None) -> int:
         init_seed = member_seed(args, k)
         if init_seed is not None:
             set_seed(init_seed)
-        net = ClefNet(tokenizer.get_vocab_size(), len(LABELS), len(FEATURES), d=args.dim, ffn=args.ffn).to(args.device)
+        net = ClefNet(tokenizer.get_vocab_size(), len(LABELS), len(FEATURES), d=args.dim, ffn=args.ffn, window=args.window).to(args.device)
         if args.networks > 1:
             progress(f"  network {k + 1} of {args.networks} (" + (f"--init-seed {init_seed})" if init_seed is not None else f"--seed {args.seed})"))
         progress(f"  {sum(p.numel() for p in net.parameters()):,} parameters")

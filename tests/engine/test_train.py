@@ -38,11 +38,12 @@ def corpus(tmp_path_factory):
 def test_pipeline_writes_a_verified_int8_bundle(corpus, tmp_path):
     out = tmp_path / "bundle"
     args = ["--corpus", str(corpus), "--out", str(out), "--epochs", "2", "--vocab", "700", "--threads", "1",
-            "--version", "9.9.9", "--train-max-tokens", "256", "--dim", "48", "--ffn", "80", "--device", "cpu"]  # fmt: skip
+            "--version", "9.9.9", "--train-max-tokens", "256", "--dim", "48", "--ffn", "80", "--window", "32", "--device", "cpu"]  # fmt: skip
     assert train_main(args) == 0
     b = bundles.load(out)  # sha256 verified
     m = b.manifest
     assert m["architecture"]["d"] == 48 and m["architecture"]["ffn"] == 80
+    assert m["architecture"]["window"] == m["window"] == 32  # and the model below serves in 32-token windows
     assert b.version == "9.9.9" and b.labels == ("block", "cache", "origin", "allow")
     assert list(b.features) == list(FEATURES)
     assert m["quantization"]["format"] in ("dynamic", "static")
