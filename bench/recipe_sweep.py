@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import subprocess
 import sys
 import time
@@ -73,30 +72,18 @@ def encode(args) -> None:
     from types import SimpleNamespace
 
     from engine.train import calibrate
-    from engine.train.__main__ import canonical_cached, file_sha256, split_dev
-    from engine.train.data import encode_records, read_jsonl
-    from engine.train.tokenizer import train_tokenizer
+    from engine.train.__main__ import encode_corpus
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    source = Path(args.corpus) / "train.jsonl"
-    sha = file_sha256(source)
-    records = list(read_jsonl(source, args.limit))
-    train_recs, dev_recs = split_dev(records, 0.05, args.seed, args.dev_split)
-    log(f"{len(train_recs):,} training and {len(dev_recs):,} dev records (--dev-split {args.dev_split})")
-    run = SimpleNamespace(seed=args.seed, dev_split=args.dev_split, limit=args.limit, threads=args.threads)
-    train_parts = canonical_cached(source, sha, train_recs, run, "train")
-    dev_parts = canonical_cached(source, sha, dev_recs, run, "dev")
-    sample = random.Random(args.seed).sample(range(len(train_parts)), min(len(train_parts), 60000))
-    tokenizer = train_tokenizer([train_parts[i][0] + "\n" + train_parts[i][1] for i in sample], vocab_size=args.vocab)
-    tokenizer.save(str(out / "tokenizer.json"))
-    train_data = encode_records(train_recs, tokenizer, 8192, args.threads, log, train_parts)
-    dev_data = encode_records(dev_recs, tokenizer, 65536, args.threads, log, dev_parts)
+    run = SimpleNamespace(seed=args.seed, dev_split=args.dev_split, limit=args.limit, threads=args.threads,
+                          vocab=args.vocab, train_max_tokens=8192, max_tokens=65536)  # the recipe's budgets
+    train_data, dev_data, dev_recs, tokenizer, sha = encode_corpus(Path(args.corpus), out / "tokenizer.json", run)
     save_ids(train_data, out, "train", args.zstd)
     save_ids(dev_data, out, "dev", args.zstd)
     np.save(out / "dev_ruled.npy", calibrate.rules_blocks(dev_recs, dev_data.cut))
     info = {"corpus": str(args.corpus), "train_sha256": sha, "dev_split": args.dev_split, "seed": args.seed,
-            "vocab": tokenizer.get_vocab_size(), "train": len(train_recs), "dev": len(dev_recs),
+            "vocab": tokenizer.get_vocab_size(), "train": len(train_data.ids), "dev": len(dev_recs),
             "groups": dev_data.groups, "attack_class": [r.get("attack_class") or "" for r in dev_recs]}  # fmt: skip
     (out / "dev_meta.json").write_text(json.dumps(info))
     log(f"encoded into {out}: {sum(len(x) for x in train_data.ids):,} training tokens")
@@ -124,8 +111,8 @@ def load_ids(folder: Path, name: str):
 def train_one(args) -> None:
     import torch
 
-    from engine.train.data import Encoded, batches
-    from engine.train.loop import TrainConfig, predict, set_seed, train
+    from engine.train.data import Encoded
+    from engine.train.loop import TrainConfig, planned_steps, predict, set_seed, train
     from engine.train.net import ClefNet
 
     data, runs = Path(args.data), Path(args.runs)
@@ -140,9 +127,10 @@ def train_one(args) -> None:
     vocab = json.loads((data / "dev_meta.json").read_text())["vocab"]
     set_seed(seed)
     net = ClefNet(vocab, 4, training.features.shape[1], **change).to(args.device)
-    run = train(net, training, TrainConfig(seed=seed, device=args.device, max_seconds=args.max_seconds, **cfg))
-    planned = int(len(batches([len(x) for x in training.ids], TrainConfig.tokens_per_batch, net.window, random.Random(0))) * cfg["epochs"])
-    probs, _ = predict(net, dev, device=args.device)
+    recipe = TrainConfig(seed=seed, max_seconds=args.max_seconds, **cfg)
+    run = train(net, training, recipe)
+    _, planned = planned_steps([len(x) for x in training.ids], net.window, recipe)
+    probs, _ = predict(net, dev)
     np.save(runs / f"{args.config}.npy", probs.astype(np.float32))
     params = sum(p.numel() for p in net.parameters())
     (runs / f"{args.config}.json").write_text(json.dumps({**run, "planned_steps": planned, "params": params, "device": args.device}))

@@ -25,12 +25,13 @@ import time
 from pathlib import Path
 
 import torch
+from tokenizers import Tokenizer
 
 from engine import bundle as bundles
 from engine.canonical import VERSION as CANONICAL_VERSION
 from engine.labels import FEATURES
 from engine.train import add_int8_argument, calibrate, weights
-from engine.train.data import canonical_parts, encode_records, progress, read_jsonl
+from engine.train.data import Encoded, canonical_parts, encode_records, progress, read_jsonl
 from engine.train.loop import TrainConfig, predict, set_seed, train
 from engine.train.net import ClefNet, Ensemble
 from engine.train.tokenizer import train_tokenizer
@@ -100,6 +101,36 @@ def canonical_cached(source: Path, source_sha256: str, records: list[dict], args
     with open(path, "wb") as f:
         pickle.dump(parts, f, protocol=pickle.HIGHEST_PROTOCOL)
     return parts
+
+
+def encode_corpus(corpus: Path, tokenizer_path: Path, args) -> tuple[Encoded, Encoded, list[dict], Tokenizer, str]:
+    """Steps [1/6]-[3/6] of a run: read `corpus`/train.jsonl, hold out the dev split, canonical texts (cached),
+    train the tokenizer (saved to `tokenizer_path`) and encode both splits. Reads from `args`: seed, dev_split,
+    limit, threads, vocab, train_max_tokens, max_tokens. (train, dev, dev records, tokenizer, train.jsonl's sha256);
+    bench/recipe_sweep.py encodes its corpus with it too."""
+    source = corpus / "train.jsonl"
+    progress(f"[1/6] reading {source}")
+    train_sha256 = file_sha256(source)
+    records = list(read_jsonl(source, args.limit))
+    train_recs, dev_recs = split_dev(records, 0.05, args.seed, args.dev_split)
+    del records
+    progress(f"  {len(train_recs):,} train, {len(dev_recs):,} dev (held out by group)")
+
+    progress("[2/6] canonical text and tokenizer")
+    t0 = time.time()
+    train_parts = canonical_cached(source, train_sha256, train_recs, args, "train")
+    dev_parts = canonical_cached(source, train_sha256, dev_recs, args, "dev")
+    progress(f"  canonical text for {len(train_parts) + len(dev_parts):,} records in {time.time() - t0:.0f}s")
+    rng = random.Random(args.seed)
+    sample = rng.sample(range(len(train_parts)), min(len(train_parts), 60000))
+    tokenizer = train_tokenizer([train_parts[i][0] + "\n" + train_parts[i][1] for i in sample], vocab_size=args.vocab)
+    tokenizer.save(str(tokenizer_path))
+    progress(f"  vocabulary {tokenizer.get_vocab_size():,}")
+
+    progress("[3/6] encoding")
+    train_data = encode_records(train_recs, tokenizer, args.train_max_tokens, args.threads, progress, train_parts)
+    dev_data = encode_records(dev_recs, tokenizer, args.max_tokens, args.threads, progress, dev_parts)
+    return train_data, dev_data, dev_recs, tokenizer, train_sha256
 
 
 def eval_figures(res: dict) -> dict:
@@ -242,31 +273,11 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
-    progress(f"[1/6] reading {corpus / 'train.jsonl'}")
-    train_sha256 = file_sha256(corpus / "train.jsonl")
-    records = list(read_jsonl(corpus / "train.jsonl", args.limit))
-    train_recs, dev_recs = split_dev(records, 0.05, args.seed, args.dev_split)
-    progress(f"  {len(train_recs):,} train, {len(dev_recs):,} dev (held out by group)")
-
-    progress("[2/6] canonical text and tokenizer")
-    t0 = time.time()
-    train_parts = canonical_cached(corpus / "train.jsonl", train_sha256, train_recs, args, "train")
-    dev_parts = canonical_cached(corpus / "train.jsonl", train_sha256, dev_recs, args, "dev")
-    progress(f"  canonical text for {len(train_parts) + len(dev_parts):,} records in {time.time() - t0:.0f}s")
-    rng = random.Random(args.seed)
-    sample = rng.sample(range(len(train_parts)), min(len(train_parts), 60000))
-    texts = [train_parts[i][0] + "\n" + train_parts[i][1] for i in sample]
-    tokenizer = train_tokenizer(texts, vocab_size=args.vocab)
-    tokenizer.save(str(out / "tokenizer.json"))
-    progress(f"  vocabulary {tokenizer.get_vocab_size():,}")
-
-    progress("[3/6] encoding")
-    train_data = encode_records(train_recs, tokenizer, args.train_max_tokens, args.threads, progress, train_parts)
-    dev_data = encode_records(dev_recs, tokenizer, args.max_tokens, args.threads, progress, dev_parts)
-    n_train, n_dev = len(train_recs), len(dev_recs)
+    train_data, dev_data, dev_recs, tokenizer, train_sha256 = encode_corpus(corpus, out / "tokenizer.json", args)
+    n_train, n_dev = len(train_data.ids), len(dev_recs)
     progress("  rules on the dev split (the model serves beside them)")
     dev_ruled = calibrate.rules_blocks(dev_recs, dev_data.cut)
-    del records, train_recs, dev_recs, sample, texts, train_parts, dev_parts  # only the ids are needed now
+    del dev_recs  # only the ids are needed now
 
     progress("[4/6] training" + (f" {args.networks} networks, one after the other" if args.networks > 1 else ""))
     nets, runs = [], []
@@ -278,7 +289,7 @@ def main(argv=None) -> int:
         if args.networks > 1:
             progress(f"  network {k + 1} of {args.networks} (" + (f"--init-seed {init_seed})" if init_seed is not None else f"--seed {args.seed})"))
         progress(f"  {sum(p.numel() for p in net.parameters()):,} parameters")
-        cfg = TrainConfig(epochs=args.epochs, seed=args.seed if init_seed is None else init_seed, device=args.device)
+        cfg = TrainConfig(epochs=args.epochs, seed=args.seed if init_seed is None else init_seed)
         run = train(net, train_data, cfg)
         net = net.cpu()  # export, int8 and calibration run on the CPU
         nets.append(net)

@@ -85,7 +85,7 @@ def rules_blocks(records: list[dict], cut: Sequence[bool] | None = None) -> np.n
     `cut[i]`: record i did not fit the model's token budget. Where it did, the rules read it as their second
     look at a verdict that is not truncated does (a body over 64 KiB as its fields: RuleEngine.scan); without
     `cut`, as the rules decide alone."""
-    from engine.train.data import record_features
+    from engine.eval import features_of as record_features
     from rules.engine import RuleEngine
 
     rules = RuleEngine.load()

@@ -35,14 +35,10 @@ def read_jsonl(path: str | Path, limit: int | None = None) -> Iterator[dict]:
                 yield json.loads(line)
 
 
-def record_features(rec: dict):
+def _canon(rec: dict) -> tuple[str, str]:
     from engine.eval import features_of
 
-    return features_of(rec)
-
-
-def _canon(rec: dict) -> tuple[str, str]:
-    c = record_features(rec).canonical
+    c = features_of(rec).canonical
     return c.head, c.body
 
 

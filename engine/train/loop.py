@@ -37,7 +37,6 @@ class TrainConfig:
     seed: int = 1
     log_every_s: float = 30.0
     max_seconds: float | None = None  # stop after this long, whatever the epochs say (None: never)
-    device: str = "cpu"  # where the steps run ("cuda" on a machine with a GPU); the net must already be there
 
 
 def set_seed(seed: int) -> None:
@@ -46,12 +45,20 @@ def set_seed(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def planned_steps(lengths: list[int], window: int, cfg: TrainConfig) -> tuple[int, int]:
+    """(batches per epoch, steps in all) of a run of `cfg` over sequences of `lengths`: fixed by the epochs, not
+    the clock."""
+    per_epoch = len(batches(lengths, cfg.tokens_per_batch, window, random.Random(0)))
+    return per_epoch, max(1, int(per_epoch * cfg.epochs))
+
+
 def train(net: ClefNet, data: Encoded, cfg: TrainConfig) -> dict:
+    """Train `net` in place, on the device its weights are on (the CPU, or a GPU it was moved to)."""
     set_seed(cfg.seed)
     rng = random.Random(cfg.seed)
+    device = next(net.parameters()).device
     lengths = [len(x) for x in data.ids]
-    per_epoch = len(batches(lengths, cfg.tokens_per_batch, net.window, random.Random(0)))
-    total = max(1, int(per_epoch * cfg.epochs))
+    per_epoch, total = planned_steps(lengths, net.window, cfg)
     opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
 
     def lr_at(step: int) -> float:
@@ -63,7 +70,7 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig) -> dict:
     block = LABELS.index("block")
     label_weight = torch.ones(len(LABELS))
     label_weight[[i for i in range(len(LABELS)) if i != block]] = cfg.benign_weight
-    label_weight = label_weight.to(cfg.device)
+    label_weight = label_weight.to(device)
     net.train()
     step, seen, t0, last = 0, 0, time.time(), 0.0
     running = {"loss": 0.0, "acc": 0.0, "n": 0}
@@ -73,10 +80,10 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig) -> dict:
             if step >= total or (cfg.max_seconds is not None and time.time() - t0 >= cfg.max_seconds):
                 total = min(total, step)  # out of time: this is the last step
                 break
-            ids = torch.from_numpy(pad(data.ids, idx, net.window)).to(cfg.device)
-            y = torch.from_numpy(data.labels[idx]).to(cfg.device)
-            target = y if data.soft is None else torch.from_numpy(data.soft[idx]).to(cfg.device)
-            yf = torch.from_numpy(data.features[idx]).to(cfg.device)
+            ids = torch.from_numpy(pad(data.ids, idx, net.window)).to(device)
+            y = torch.from_numpy(data.labels[idx]).to(device)
+            target = y if data.soft is None else torch.from_numpy(data.soft[idx]).to(device)
+            yf = torch.from_numpy(data.features[idx]).to(device)
             for g in opt.param_groups:
                 g["lr"] = lr_at(step)
             label_logits, feature_logits = net.logits(ids)
@@ -106,10 +113,11 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig) -> dict:
 
 
 @torch.no_grad()
-def predict(net: ClefNet, data: Encoded, tokens_per_batch: int = 65536, device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
+def predict(net: ClefNet, data: Encoded, tokens_per_batch: int = 65536) -> tuple[np.ndarray, np.ndarray]:
     """Label and feature probabilities for every sequence, in order (the training graph, eval mode, on the
     device the net is on)."""
     net.eval()
+    device = next(net.parameters()).device
     lengths = [len(x) for x in data.ids]
     probs = np.zeros((len(lengths), len(LABELS)), dtype=np.float32)
     feats = np.zeros((len(lengths), data.features.shape[1]), dtype=np.float32)
