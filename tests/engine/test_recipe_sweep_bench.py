@@ -67,7 +67,11 @@ def test_encode_train_and_report_end_to_end(tmp_path):
     for row in res["configs"].values():
         assert all(0 <= x <= 100 for view in list(row)[:3] for x in row[view])
         assert row["complete"]
-    assert "base1+win32" in shown.stdout and (out / "sweep.png").stat().st_size > 5000
+    assert "base1+win32" in shown.stdout
+    if importlib.util.find_spec("matplotlib") is None:  # the bench extra is not installed: the figures, no chart
+        assert not (out / "sweep.png").exists() and "matplotlib not installed" in shown.stderr
+    else:
+        assert (out / "sweep.png").stat().st_size > 5000
 
 
 def test_an_unknown_config_is_named(tmp_path):
