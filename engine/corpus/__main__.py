@@ -1,5 +1,5 @@
 """`python -m engine.corpus --data ../shared/data --out work/corpus [--seed 1] [--scale 1.0] [--lookalikes] [--image-uploads]
-[--xml-values]`:
+[--xml-values] [--site-layouts]`:
 build the training corpus (train.jsonl, test.jsonl, evasion.jsonl, summary.json) and print its summary table."""
 
 from __future__ import annotations
@@ -28,10 +28,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--xml-values", action="store_true",
                     help="parameter payloads go into XML bodies' element text and attributes too (engine.corpus.xmlvalues): "
                          "SOAP, XML-RPC, XML orders, Atom entries; the default bundle's corpus has none there")
+    ap.add_argument("--site-layouts", action="store_true",
+                    help="static assets in many more framework and CMS layouts (Nuxt, SvelteKit, Astro, Webpacker, Drupal, "
+                         "Shopify, ...) and pages saved from CMS editors (WordPress, Drupal, Joomla, MediaWiki, Ghost, "
+                         "Confluence, e-mail templates, ...), benign and carrying payloads (engine.corpus.scenes_site)")
     args = ap.parse_args(argv)
     t0 = time.time()
     result = build(args.data, args.out, seed=args.seed, scale=args.scale, lookalikes=args.lookalikes, image_uploads=args.image_uploads,
-                   xml_values=args.xml_values)
+                   xml_values=args.xml_values, site_layouts=args.site_layouts)
     print(table(result, time.time() - t0))
     return 0
 

@@ -57,7 +57,22 @@ COOKIE_NAMES = ["session", "user", "lang", "theme", "prefs", "cart", "remember_m
 _PAIRS = re.compile(r"^[^=&\s]+=[^&\s]*(?:&[^=&\s]+=[^&\s]*)*$")
 
 
+# with --site-layouts (Pools.site_layouts): some payloads ride on assets in more layouts and in CMS page saves,
+# so neither scene is benign by its shape alone; a page save is taken only where its body suits the position
+SITE_CARRIERS = {"query": ("asset", 0.05), "any": ("asset", 0.05), "form": ("page_save", 0.12), "json": ("page_save", 0.12),
+                 "text": ("page_save", 0.15)}  # fmt: skip
+
+
 def scene_draft(ctx: Ctx, where: str) -> Draft:
+    site = SITE_CARRIERS.get(where) if ctx.pools.site_layouts else None
+    if site and ctx.rng.chance(site[1]):
+        from engine.corpus.scenes_site import CMS_FORM, CMS_JSON
+
+        sc = all_scenes()[site[0]]
+        fit = {"form": CMS_FORM, "json": CMS_JSON}.get(where) if sc.name == "page_save" else None
+        variants = [v for v in sc.usable(ctx.split) if fit is None or v in fit] or list(sc.usable(ctx.split))
+        d = sc.make(ctx, ctx.rng.pick(variants))
+        return session.dress(ctx.rng, d, ctx.pools.tokens)
     sc = all_scenes()[CARRIERS[where].draw(ctx.rng)]
     variants = sc.usable(ctx.split)
     if where in ("form", "json", "text") and sc.name in ("text_post", "long_doc"):

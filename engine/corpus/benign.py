@@ -5,6 +5,8 @@ them where it belongs.
   crawlers, long documents) with ordinary values: group `gen:<scene>/<variant>`;
 - benign_text records as posts, comments, tickets, gists, search queries and form fields;
 - generated hard negatives (engine.corpus.hardneg) in the same places;
+- with `--site-layouts` (Pools.site_layouts), static assets in many more site layouts and pages saved from CMS
+  editors (engine.corpus.scenes_site): group `gen:asset/<layout>`, `gen:page_save/<editor>`;
 - with `lookalikes` (`python -m engine.corpus --lookalikes`), generated lookalikes (engine.corpus.lookalikes):
   joined phrases and command questions in search boxes and text fields, opaque tokens in query, form, JSON
   and cookie positions, health and status checks from monitors and programs;
@@ -29,13 +31,14 @@ SHAPES = {"page": 18000, "static": 17000, "search": 7000, "api_read": 9000, "api
           "form_post": 9000, "multipart_form": 2500, "upload": 3500, "preflight": 2000, "health": 1500, "crawler": 2000,
           "long_doc": 6000, "xml_post": 2500}  # fmt: skip
 DATA = {"text": 32000, "hardneg": 8000, "values": 9000, "agents": 2500}
+SITE_SHAPES = {"asset": 6000, "page_save": 4000}  # with --site-layouts (engine.corpus.scenes_site)
 LOOKALIKES = {"joined": 3000, "howto": 2000, "token": 3000, "probe": 2000}
 TEST_SHARE = 0.15
 
 
-def shape_records(rng: Rng, pools, split: str, scale: float) -> Iterator[dict]:
+def shape_records(rng: Rng, pools, split: str, scale: float, shapes: dict[str, int] = SHAPES) -> Iterator[dict]:
     """Ordinary requests from the scenes; the test split uses only held-out variants."""
-    for name, n in SHAPES.items():
+    for name, n in shapes.items():
         sc = all_scenes()[name]
         variants = sc.held_out() if split == "test" else sc.usable("train")
         if not variants:
@@ -217,6 +220,8 @@ def value_records(rng: Rng, pools, split: str, scale: float) -> Iterator[dict]:
 
 def generate(rng: Rng, pools, split: str, scale: float, lookalikes: bool = False) -> Iterator[dict]:
     yield from shape_records(rng.child("shapes"), pools, split, scale)
+    if pools.site_layouts:
+        yield from shape_records(rng.child("site"), pools, split, scale, SITE_SHAPES)
     yield from text_records(rng.child("texts"), pools, split, scale)
     yield from hardneg_records(rng.child("hardneg"), pools, split, scale)
     yield from value_records(rng.child("values"), pools, split, scale)

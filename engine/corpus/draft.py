@@ -98,6 +98,9 @@ class Draft:
     slots: list["Slot"] = field(default_factory=list)  # where a user-supplied value sits (engine.corpus.slots)
     auto_length: bool = True  # add Content-Type/Content-Length for the body (not for raw requests)
     focus: "Slot | None" = None  # the slot a text scene built the request around (the post's body)
+    # a spliced value goes into the middle of a form field's text (page saves); the older scenes' form fields
+    # are replaced whole, as the documented corpus was built
+    splice_form: bool = False
 
     @property
     def host(self) -> str:

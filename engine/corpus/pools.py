@@ -61,6 +61,7 @@ class Pools:
     cache: dict[str, list] = field(default_factory=dict)  # generated building blocks of long bodies, made once
     image_uploads: bool = False  # uploads draw SVG, GIF, ICO and metadata-bearing images (engine.corpus.images)
     xml_values: bool = False  # parameter payloads go into XML element text and attributes too (engine.corpus.xmlvalues)
+    site_layouts: bool = False  # assets in more layouts and CMS page saves, both sides (engine.corpus.scenes_site)
 
     def cached(self, key: str, make, n: int) -> list:
         """n values from `make()` made once per pool: long exports reuse them instead of generating

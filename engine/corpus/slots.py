@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote_plus
 
 from engine.corpus import encode, params
 from engine.corpus.draft import Draft, Part
@@ -73,7 +74,8 @@ def put(rng: Rng, d: Draft, slot: Slot, value: str, splice: bool = False) -> Non
 
 
 def current(d: Draft, slot: Slot) -> str:
-    """The value a slot holds now (raw for JSON and multipart; "" when unknown)."""
+    """The value a slot holds now (raw for JSON and multipart, decoded for a page save's form field; "" when
+    unknown)."""
     try:
         if slot.where == "json":
             obj = d.body.obj
@@ -84,6 +86,9 @@ def current(d: Draft, slot: Slot) -> str:
             for p in d.body.parts:
                 if p.name == slot.key and isinstance(p.content, str):
                     return p.content
+        if slot.where == "form" and d.splice_form:
+            names = {slot.key, encode.browser(slot.key)}
+            return next((unquote_plus(v or "") for k, v in d.body.pairs if k in names), "")
     except (KeyError, IndexError, TypeError, AttributeError):
         return ""
     return ""

@@ -1,0 +1,143 @@
+"""Site scenes drawn with `python -m engine.corpus --site-layouts`: static assets in many more framework and
+CMS layouts (engine.corpus.layouts), and pages saved from CMS editors (engine.corpus.richtext): WordPress'
+classic and block editors, Drupal, Joomla, MediaWiki, Ghost, Shopify product descriptions, e-mail
+templates, Confluence, TinyMCE autosaves and a headless CMS.
+
+The page content is the draft's focus, so the attack embedder puts a payload into it, beside it or in its
+middle, as it does with the other text scenes: a page body is where stored XSS is sent.
+"""
+
+from __future__ import annotations
+
+import html
+
+from engine.corpus import layouts, paths, richtext, vocab
+from engine.corpus.draft import Body, Draft
+from engine.corpus.scenes import Ctx, query_slots, scene, start
+from engine.corpus.scenes_api import json_slots
+from engine.corpus.scenes_text import long_size
+from engine.corpus.scenes_web import _conditional, _path_slot
+from engine.corpus.slots import Slot
+
+CMS_VARIANTS = ("wp_classic", "wp_rest", "drupal", "joomla", "mediawiki", "ghost", "shopify", "email_template", "confluence",
+                "tinymce_autosave", "headless")  # fmt: skip
+# the body each editor sends: the attack embedder picks page saves whose body suits the position it fills
+CMS_FORM = ("wp_classic", "drupal", "joomla", "mediawiki", "tinymce_autosave")
+CMS_JSON = ("wp_rest", "ghost", "shopify", "email_template", "confluence", "headless")
+
+
+@scene("asset", layouts.LAYOUTS, "query path")
+def asset(ctx: Ctx, variant: str) -> Draft:
+    rng = ctx.rng
+    path, q, dest = layouts.asset(rng, variant)
+    r = rng.random()
+    mode = "asset" if r < 0.8 else "api" if r < 0.9 else "bot"
+    d = start(ctx, "HEAD" if rng.chance(0.06) else "GET", path, mode, dest)
+    query_slots(ctx, d, q)
+    if rng.chance(0.25):
+        _conditional(ctx, d)
+    if rng.chance(0.05):
+        d.extra.append(("Range", f"bytes={rng.randrange(0, 5000)}-"))
+    _path_slot(d)
+    return d
+
+
+def page_size(ctx: Ctx) -> int:
+    """Most saves are a page or two (300 B - 6 KB); a third are long documents (engine.corpus.scenes_text.long_size)."""
+    return long_size(ctx.rng) if ctx.rng.chance(0.3) else int(ctx.rng.loguniform(300, 6000))
+
+
+def _form(ctx: Ctx, path: str, fields: list[tuple[str, str, str]], focus: str) -> Draft:
+    from engine.corpus import encode
+
+    d = start(ctx, "POST", path, "form")
+    d.body = Body("form", pairs=[(encode.browser(n), encode.browser(v)) for n, v, _ in fields])
+    d.slots += [Slot("form", n, k) for n, _, k in fields if k != "fixed"]
+    d.focus = Slot("form", focus, "text")
+    d.splice_form = True
+    return d
+
+
+def _json(ctx: Ctx, method: str, path: str, obj, focus: tuple) -> Draft:
+    d = start(ctx, method, path, "fetch" if ctx.rng.chance(0.8) else "api")
+    d.body = Body("json", obj=obj, ascii=ctx.rng.chance(0.1))
+    json_slots(d)
+    d.focus = Slot("json", focus, "text")
+    return d
+
+
+@scene("page_save", CMS_VARIANTS, "json form text long")
+def page_save(ctx: Ctx, variant: str) -> Draft:
+    rng, size = ctx.rng, page_size(ctx)
+    host = paths.host(rng)
+    title = vocab.title(rng)
+    post_id = rng.randrange(1, 20000)
+
+    def doc(dialect: str) -> str:
+        return richtext.Writer(rng, ctx.pools, dialect, host).document(size)
+
+    if variant == "wp_classic":
+        fields = [("_wpnonce", rng.hexid(10), "fixed"), ("_wp_http_referer", f"/wp-admin/post.php?post={post_id}&action=edit", "fixed"),
+                  ("user_ID", str(rng.randrange(1, 50)), "fixed"), ("action", "editpost", "fixed"), ("originalaction", "editpost", "fixed"),
+                  ("post_type", rng.pick(["post", "page"]), "fixed"), ("post_ID", str(post_id), "fixed"), ("post_title", title, "text"),
+                  ("content", doc(rng.pick(["tinymce", "plain"])), "text"), ("excerpt", "", "text"), ("post_status", rng.pick(["draft", "publish"]), "fixed"),
+                  (rng.pick(["save", "publish"]), rng.pick(["Save Draft", "Publish", "Update"]), "fixed")]  # fmt: skip
+        return _form(ctx, "/wp-admin/post.php", fields, "content")
+    if variant == "wp_rest":
+        obj = {"id": post_id, "title": title, "content": doc("wp_blocks"), "status": rng.pick(["draft", "publish", "future"]),
+               "meta": {"footnotes": ""}, "categories": [rng.randrange(1, 40)]}  # fmt: skip
+        d = _json(ctx, rng.pick(["POST", "PUT"]), f"/wp-json/wp/v2/{rng.pick(['posts', 'pages'])}/{post_id}", obj, ("content",))
+        d.query.append(("_locale", "user"))
+        return d
+    if variant == "drupal":
+        fields = [("title[0][value]", title, "text"), ("body[0][summary]", "", "text"), ("body[0][value]", doc("ckeditor"), "text"),
+                  ("body[0][format]", rng.pick(["full_html", "basic_html"]), "fixed"), ("form_build_id", f"form-{rng.alnum(43, 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-')}", "fixed"),
+                  ("form_token", rng.alnum(43, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"), "fixed"), ("form_id", "node_article_edit_form", "fixed"),
+                  ("status[value]", "1", "fixed"), ("op", "Save", "fixed")]  # fmt: skip
+        return _form(ctx, f"/node/{post_id}/edit", fields, "body[0][value]")
+    if variant == "joomla":
+        fields = [("jform[title]", title, "text"), ("jform[alias]", vocab.slug(rng), "fixed"), ("jform[articletext]", doc("tinymce"), "text"),
+                  ("jform[state]", "1", "fixed"), ("jform[catid]", str(rng.randrange(2, 40)), "fixed"), ("task", rng.pick(["article.apply", "article.save"]), "fixed"),
+                  (rng.hexid(32), "1", "fixed")]  # fmt: skip
+        d = _form(ctx, "/administrator/index.php", fields, "jform[articletext]")
+        d.query += [("option", "com_content"), ("view", "article"), ("layout", "edit"), ("id", str(post_id))]
+        return d
+    if variant == "mediawiki":
+        page = title.replace(" ", "_")
+        text = richtext.wikitext(rng, richtext.Writer(rng, ctx.pools, "plain", host), size)
+        fields = [("wpUnicodeCheck", "ℳ𝒲♥𝓊𝓃𝒾𝒸ℴ𝒹ℯ", "fixed"), ("wpAntispam", "", "fixed"), ("wpSection", "", "fixed"), ("wpStarttime", vocab.timestamp(rng), "fixed"),
+                  ("wpEdittime", vocab.timestamp(rng), "fixed"), ("wpTextbox1", text, "text"), ("wpSummary", vocab.title(rng), "text"),
+                  ("wpSave", "Save changes", "fixed"), ("wpEditToken", rng.hexid(32) + "+\\", "fixed"), ("mode", "text", "fixed"), ("model", "wikitext", "fixed"),
+                  ("format", "text/x-wiki", "fixed")]  # fmt: skip
+        d = _form(ctx, rng.pick(["/w/index.php", "/index.php"]), fields, "wpTextbox1")
+        d.query += [("title", page), ("action", "submit")]
+        return d
+    if variant == "ghost":
+        w = richtext.Writer(rng, ctx.pools, "plain", host)
+        post = {"id": rng.hexid(24), "title": title, "lexical": richtext.lexical(rng, w, size), "status": "draft", "slug": vocab.slug(rng),
+                "updated_at": vocab.date(rng), "tags": [], "feature_image": f"https://{host}/content/images/2025/0{rng.randrange(1, 10)}/{vocab.slug(rng, 1)}.jpg"}  # fmt: skip
+        d = _json(ctx, "PUT", f"/ghost/api/admin/posts/{post['id']}/", {"posts": [post]}, ("posts", 0, "lexical"))
+        d.query.append(("formats", "mobiledoc,lexical"))
+        return d
+    if variant == "shopify":
+        prod = {"id": rng.randrange(10**12, 10**13), "title": vocab.product(rng), "body_html": doc("ckeditor"), "vendor": vocab.slug(rng, 1).title(),
+                "product_type": rng.pick(["Shoes", "Apparel", "Home", "Toys"]), "tags": ", ".join(vocab.slug(rng, 1) for _ in range(3))}  # fmt: skip
+        return _json(ctx, "PUT", f"/admin/api/{rng.pick(['2024-07', '2025-01', '2025-04'])}/products/{prod['id']}.json", {"product": prod}, ("product", "body_html"))
+    if variant == "email_template":
+        body = doc("email")
+        obj = {"name": title, "subject": html.unescape(vocab.title(rng)), "html": body, "text": richtext.Writer(rng, ctx.pools, "plain", host).sentence(),
+               "from_email": f"news@{host}", "editor": rng.pick(["code", "drag_and_drop"])}  # fmt: skip
+        return _json(ctx, rng.pick(["POST", "PATCH"]), rng.pick(["/api/v1/templates", f"/v3/templates/{rng.hexid(8)}/versions", "/api/campaigns/content"]), obj, ("html",))
+    if variant == "confluence":
+        obj = {"id": str(post_id), "type": "page", "title": title, "space": {"key": vocab.slug(rng, 1).upper()[:6]}, "version": {"number": rng.randrange(2, 40)},
+               "body": {"storage": {"value": doc("confluence"), "representation": "storage"}}}  # fmt: skip
+        return _json(ctx, "PUT", f"/wiki/rest/api/content/{post_id}", obj, ("body", "storage", "value"))
+    if variant == "tinymce_autosave":
+        fields = [("id", str(post_id), "fixed"), ("title", title, "text"), ("content", doc("tinymce"), "text"), ("csrf_token", rng.alnum(40), "fixed")]
+        d = _form(ctx, rng.pick([f"/admin/articles/{post_id}/autosave", "/editor/autosave", f"/cms/pages/{post_id}/draft"]), fields, "content")
+        d.mode = "fetch"
+        return d
+    # headless: a headless CMS entry with a rich-text field and its plain fields
+    obj = {"data": {"title": title, "slug": vocab.slug(rng), "content": doc(rng.pick(["ckeditor", "plain"])), "seo": {"metaTitle": title, "metaDescription": vocab.title(rng)},
+                    "locale": rng.pick(["en", "de", "fr", "es"]), "publishedAt": None}}  # fmt: skip
+    return _json(ctx, "PUT", rng.pick([f"/api/articles/{post_id}", f"/content-manager/collection-types/api::article.article/{post_id}", f"/items/posts/{post_id}"]), obj, ("data", "content"))

@@ -1,0 +1,125 @@
+"""engine/corpus/layouts.py, richtext.py and scenes_site.py (`--site-layouts`): assets outside the folders the
+policy names are still assets, page saves carry their editor's document and take a payload in it, and both
+appear only when the corpus is built with the flag."""
+
+from __future__ import annotations
+
+import html
+import json
+import urllib.parse
+from collections import Counter
+
+import pytest
+
+from engine.corpus import attacks, benign, layouts, richtext, slots
+from engine.corpus.pools import Pools
+from engine.corpus.rand import Rng
+from engine.corpus.scenes import Ctx, all_scenes
+from engine.corpus.scenes_site import CMS_FORM, CMS_JSON, CMS_VARIANTS
+from engine.features import Features
+from engine.labels import STATIC_PREFIXES, is_static, route_label
+
+TEXTS = {"prose": [{"text": "Hello there, select one of the options and drop me a line.", "kind": "prose"},
+                   {"text": "Les résultats sont publiés chaque lundi à 9 h.", "kind": "prose"}],
+         "code": [{"text": "if (a < b && c > d) { return `${a}`; }", "kind": "code"}]}  # fmt: skip
+MARK = "<img src=x onerror=alert(7)>"
+
+
+def features(d) -> Features:
+    method, path, query, headers, body = d.render()
+    return Features.build(method=method, path=path, query=query, headers=headers, body=body)
+
+
+@pytest.mark.parametrize("layout", layouts.LAYOUTS)
+def test_every_layout_serves_files_most_of_them_outside_the_named_folders(layout):
+    outside = files = 0
+    for i in range(60):
+        path, query, dest = layouts.asset(Rng("asset", layout, i), layout)
+        assert path.startswith("/") and "//" not in path and " " not in path
+        last = path.rsplit("/", 1)[-1]
+        if "." in last and not last.endswith(".json"):
+            files += 1
+            assert is_static(path), path
+            assert dest != "empty" or last.endswith((".map", ".wasm")) or "." not in last
+            outside += not path.lower().startswith(STATIC_PREFIXES)
+    assert files >= 40
+    if layout not in ("magento", "laravel", "phoenix", "gatsby", "shopify", "ghost"):  # some of their files sit under /static/, /cdn/, /public/ ...
+        assert outside >= 0.8 * files
+
+
+def test_assets_with_cookies_are_still_cached_and_the_folders_vary():
+    pools = Pools("train", texts=TEXTS)
+    sc = all_scenes()["asset"]
+    labels, firsts = Counter(), set()
+    for i in range(400):
+        ctx = Ctx(Rng("assets", i), pools)
+        d = sc.make(ctx, ctx.rng.pick(sc.usable("train")))
+        from engine.corpus import session
+
+        session.dress(ctx.rng, d, [])
+        f = features(d)
+        label, tags = route_label(f)
+        if is_static(f.path) and f.header("cookie") and not f.header("authorization") and "max-age=0" not in f.header("cache-control"):
+            labels[label] += 1
+        firsts.add(f.path.split("/")[1])
+    assert labels["cache"] >= 20 and set(labels) <= {"cache", "origin"}  # origin only for a personalised path or no-cache
+    assert len(firsts) >= 40  # the site's own folders, not a handful of known ones
+
+
+@pytest.mark.parametrize("dialect", richtext.DIALECTS)
+def test_documents_are_editor_html_of_about_the_asked_size(dialect):
+    w = richtext.Writer(Rng("doc", dialect), Pools("train", texts=TEXTS), dialect, "example.org")
+    doc = w.document(3000)
+    assert 3000 <= len(doc) < 3000 + 4000
+    assert "<p>" in doc or "<p " in doc or "<!-- wp:" in doc or "<h" in doc
+    assert "onerror" not in doc and "javascript:" not in doc  # nothing an attack needs is in the benign side's markup
+    if dialect == "email":
+        assert doc.startswith("<!DOCTYPE html>") and "{{unsubscribe_url}}" in doc
+    if dialect == "confluence":
+        assert "<ac:structured-macro" in doc
+
+
+def test_wikitext_and_lexical_read_back():
+    w = richtext.Writer(Rng("wiki"), Pools("train", texts=TEXTS), "plain", "example.org")
+    wiki = richtext.wikitext(Rng("wiki"), w, 2000)
+    assert len(wiki) >= 2000 and ("[[" in wiki or "'''" in wiki or "{|" in wiki)
+    tree = json.loads(richtext.lexical(Rng("lex"), w, 1500))
+    assert tree["root"]["type"] == "root" and len(tree["root"]["children"]) > 3
+
+
+@pytest.mark.parametrize("variant", CMS_VARIANTS)
+def test_a_page_save_is_an_unsafe_request_whose_focus_holds_the_document_and_takes_a_payload(variant):
+    pools = Pools("train", texts=TEXTS)
+    sc = all_scenes()["page_save"]
+    ctx = Ctx(Rng("save", variant), pools)
+    d = sc.make(ctx, variant)
+    assert d.scene == f"page_save/{variant}" and d.focus is not None
+    assert route_label(features(d))[0] == "origin"
+    assert (variant in CMS_FORM) == (d.body.kind == "form") and (variant in CMS_JSON) == (d.body.kind == "json")
+    slots.put(ctx.rng, d, d.focus, MARK, splice=True)
+    method, path, query, headers, body = d.render()
+    text = body if isinstance(body, str) else body.decode()
+    read = urllib.parse.unquote_plus(text) if d.body.kind == "form" else json.loads(text)
+    assert MARK in (read if isinstance(read, str) else json.dumps(read, ensure_ascii=False).replace("\\\"", '"')), variant
+    assert len(html.unescape(text)) > 300  # spliced into the document, not in its place
+
+
+def test_the_flag_adds_both_scenes_to_both_sides_and_test_uses_only_held_out_variants():
+    on = Pools("train", texts=TEXTS, site_layouts=True)
+    recs = list(benign.shape_records(Rng("b"), on, "train", 0.002, benign.SITE_SHAPES))
+    gens = Counter(r["gen"].split("/")[0] for r in recs)
+    assert gens["asset"] >= 10 and gens["page_save"] >= 6
+    held = {f"{n}/{v}" for n in ("asset", "page_save") for v in all_scenes()[n].held_out()}
+    assert len(held) == 4 and not {r["gen"] for r in recs} & held
+    test = list(benign.shape_records(Rng("b"), Pools("test", texts=TEXTS, site_layouts=True), "test", 0.02, benign.SITE_SHAPES))
+    assert test and {r["gen"] for r in test} <= held
+    made = {flag: Counter() for flag in (False, True)}
+    for flag in (False, True):
+        pools = Pools("train", texts=TEXTS, site_layouts=flag)
+        for i in range(500):
+            d, how = attacks.embed_param(Ctx(Rng("pos", i), pools, "train"), MARK, "xss")
+            made[flag][d.scene.split("/")[0]] += 1
+            if d.scene.startswith("page_save/") and "form/" in how:
+                assert d.scene.split("/")[1] in CMS_FORM
+    assert made[False]["asset"] == made[False]["page_save"] == 0
+    assert made[True]["page_save"] >= 10 and made[True]["asset"] >= 2
