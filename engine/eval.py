@@ -4,7 +4,8 @@ Reads the corpus schema (label block/cache/origin/allow) or the schema of ../sha
 (label attack/benign; benign records get their routing label from the labelling policy). Prints a table
 and, with --json, the figures as JSON: attack TPR overall and per class, benign FPR, balanced accuracy,
 routing accuracy, the 4-label confusion matrix, feature-tag precision/recall, and model latency
-percentiles for single requests on one thread. With --rules, the decisions are the gateway's default
+percentiles for single requests on one thread. `--family F` keeps the records the corpus generator made in
+family F (a run of segments of their `gen`) and adds per-family rows. With --rules, the decisions are the gateway's default
 ones (`rules.ensemble`): the default ruleset reads every request the model let through, and a rules block
 stands; the model's own figures are kept under "model".
 """
@@ -29,14 +30,45 @@ from engine.model import Encoded, Model
 from engine.verdict import LABELS
 
 
-def read_records(path: str | Path, limit: int | None = None) -> list[dict]:
-    out = []
+def in_family(rec: dict, family: str) -> bool:
+    """Whether the generator made `rec` in `family`: a run of whole segments of its `gen`, so `page_save` holds
+    benign page saves (`page_save/joomla`) and payloads carried in one (`form/page_save/joomla`)."""
+    return f"/{family.strip('/')}/" in f"/{rec.get('gen') or ''}/"
+
+
+def read_records(path: str | Path, limit: int | None = None, families: Iterable[str] = ()) -> list[dict]:
+    """The records of a JSONL file; with `families`, only those the generator made in one of them."""
+    families, out = tuple(families), []
     with open(path, encoding="utf-8") as f:
         for line in f:
             if line.strip():
-                out.append(json.loads(line))
+                rec = json.loads(line)
+                if families and not any(in_family(rec, fam) for fam in families):
+                    continue
+                out.append(rec)
                 if limit and len(out) >= limit:
                     break
+    return out
+
+
+def family_figures(records: list[dict], feats: list[Features], verdicts, families: Iterable[str]) -> dict:
+    """Per family: benign requests, how many were blocked and how many routed as the policy says; attacks
+    and how many were blocked."""
+    out = {}
+    for fam in families:
+        row = {"benign": 0, "blocked": 0, "routed": 0, "attacks": 0, "caught": 0}
+        for r, f, v in zip(records, feats, verdicts):
+            if not in_family(r, fam):
+                continue
+            t = truth(r, f)
+            if t == "block":
+                row["attacks"] += 1
+                row["caught"] += v.label == "block"
+            else:
+                row["benign"] += 1
+                row["blocked"] += v.label == "block"
+                row["routed"] += v.label == t
+        out[fam] = row
     return out
 
 
@@ -146,9 +178,14 @@ def with_rules(verdicts: list, feats: list[Features], rules=None) -> list:
 
 
 def evaluate(bundle_path, data: str | Path, limit: int | None = None, threads: int = 1, progress=None,
-             rules: bool = False) -> dict:  # fmt: skip
+             rules: bool = False, families: Iterable[str] = ()) -> dict:  # fmt: skip
+    """The figures of one bundle on one file. `families`: only the records the generator made in them
+    (in_family), with a row of figures per family under "families"."""
+    families = tuple(families)
     model = Model(bundles.load(bundle_path, allow_rejected=True), threads=threads)  # reading one is fine
-    records = read_records(data, limit)
+    records = read_records(data, limit, families)
+    if not records:
+        raise ValueError(f"{data}: no records" + (f" in the families {', '.join(families)}" if families else ""))
     feats = [features_of(r) for r in records]
     t0 = time.time()
     verdicts, _, lengths = predict(model, feats, progress=progress)
@@ -158,12 +195,17 @@ def evaluate(bundle_path, data: str | Path, limit: int | None = None, threads: i
 
         engine = RuleEngine.load()
         alone = metrics(records, feats, verdicts)
+        if families:
+            alone["families"] = family_figures(records, feats, verdicts, families)
         verdicts = with_rules(verdicts, feats, engine)
     out = metrics(records, feats, verdicts)
+    if families:
+        out["families"] = family_figures(records, feats, verdicts, families)
     if alone is not None:
         out["decided_by"] = "model + default rules (the gateway's ensemble)"
         out["rules"] = engine.model  # served figures depend on the ruleset's version too
-        out["model"] = {k: alone[k] for k in ("tpr", "fpr", "balanced_accuracy", "routing_accuracy", "per_class")}
+        keep = ("tpr", "fpr", "balanced_accuracy", "routing_accuracy", "per_class") + (("families",) if families else ())
+        out["model"] = {k: alone[k] for k in keep}
     out["seconds"] = round(time.time() - t0, 1)
     out["tokens_p50"] = int(np.median(lengths)) if lengths else 0
     out["latency"] = latency(model, feats)
@@ -184,6 +226,9 @@ def table(res: dict) -> str:
     ]
     if alone := res.get("model"):
         lines.insert(2, f"  model alone: attack TPR {100 * alone['tpr']:.2f} %   benign FPR {100 * alone['fpr']:.3f} %")
+    for fam, row in res.get("families", {}).items():
+        lines.insert(len(lines) - 1, f"  {fam}: benign {row['blocked']} of {row['benign']} blocked, {row['routed']} routed as the policy says; "
+                     f"attacks {row['caught']} of {row['attacks']} blocked")
     for c, v in res["per_class"].items():
         also = f"  (model alone {100 * alone['per_class'][c]['tpr']:6.2f} %)" if alone else ""
         lines.append(f"    {c:<22} {100 * v['tpr']:6.2f} %  n={v['n']}{also}")
@@ -201,11 +246,14 @@ def main(argv: Iterable[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--json", action="store_true", help="print JSON instead of the table")
     ap.add_argument("--rules", action="store_true", help="decide as the gateway does: the model, then the rules")
+    ap.add_argument("--family", action="append", default=[],
+                    help="only the records the corpus generator made in this family (a run of segments of their `gen`: "
+                         "page_save, asset/typo3, text_post), with figures per family (repeatable)")
     args = ap.parse_args(list(argv) if argv is not None else None)
     results = []
     for data in args.data:
         res = evaluate(args.bundle, data, args.limit, args.threads, progress=lambda m: print(m, file=sys.stderr),
-                       rules=args.rules)  # fmt: skip
+                       rules=args.rules, families=args.family)  # fmt: skip
         results.append(res)
         if not args.json:
             print(table(res))

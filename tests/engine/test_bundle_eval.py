@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from engine import eval as ev
 from engine.features import Features
 from engine.verdict import Source, Verdict
@@ -39,3 +41,21 @@ def test_figures_alone_and_as_served(tmp_path, capsys):
     assert "+ rules on" in out and "model alone: attack TPR" in out and "sqli" in out
     assert ev.main(["--data", str(data), "--json"]) == 0
     assert "model" not in json.loads(capsys.readouterr().out)  # without --rules: the model's figures only
+
+
+def test_families_select_records_by_whole_segments_of_their_gen(tmp_path, capsys):
+    gens = ["page_save/joomla", "form/page_save/joomla", "page_save/drupal", "asset/typo3", "text/page_saver/x", None]
+    recs = [dict(r, gen=g) for r, g in zip(RECORDS * 2, gens)]
+    assert [ev.in_family(r, "page_save") for r in recs] == [True, True, True, False, False, False]
+    assert [ev.in_family(r, "page_save/joomla") for r in recs] == [True, True, False, False, False, False]
+    data = tmp_path / "t.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    res = ev.evaluate(None, data, rules=True, families=["page_save/joomla", "asset"])
+    assert res["records"] == 3  # two payloads in Joomla saves and the TYPO3 asset
+    joomla, asset = res["families"]["page_save/joomla"], res["families"]["asset"]
+    assert (joomla["attacks"], joomla["benign"], asset["attacks"], asset["benign"]) == (2, 0, 0, 1)
+    assert asset["routed"] + asset["blocked"] <= 1 and res["model"]["families"].keys() == res["families"].keys()
+    assert ev.main(["--data", str(data), "--family", "asset"]) == 0
+    assert "asset: benign" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="no records in the families nothing"):
+        ev.evaluate(None, data, families=["nothing"])
