@@ -13,10 +13,10 @@ import html
 
 from engine.corpus import layouts, paths, richtext, vocab
 from engine.corpus.draft import Body, Draft
-from engine.corpus.scenes import Ctx, query_slots, scene, start
+from engine.corpus.scenes import Ctx, scene, start
 from engine.corpus.scenes_api import json_slots
 from engine.corpus.scenes_text import long_size
-from engine.corpus.scenes_web import _conditional, _path_slot
+from engine.corpus.scenes_web import asset_request
 from engine.corpus.slots import Slot
 
 CMS_VARIANTS = ("wp_classic", "wp_rest", "drupal", "joomla", "mediawiki", "ghost", "shopify", "email_template", "confluence",
@@ -28,18 +28,7 @@ CMS_JSON = ("wp_rest", "ghost", "shopify", "email_template", "confluence", "head
 
 @scene("asset", layouts.LAYOUTS, "query path")
 def asset(ctx: Ctx, variant: str) -> Draft:
-    rng = ctx.rng
-    path, q, dest = layouts.asset(rng, variant)
-    r = rng.random()
-    mode = "asset" if r < 0.8 else "api" if r < 0.9 else "bot"
-    d = start(ctx, "HEAD" if rng.chance(0.06) else "GET", path, mode, dest)
-    query_slots(ctx, d, q)
-    if rng.chance(0.25):
-        _conditional(ctx, d)
-    if rng.chance(0.05):
-        d.extra.append(("Range", f"bytes={rng.randrange(0, 5000)}-"))
-    _path_slot(d)
-    return d
+    return asset_request(ctx, *layouts.asset(ctx.rng, variant))
 
 
 def page_size(ctx: Ctx) -> int:

@@ -38,15 +38,20 @@ def _conditional(ctx: Ctx, d: Draft) -> None:
 
 @scene("static", paths.STATIC_VARIANTS, "query path", keep=("wordpress", "images", "icons"))
 def static(ctx: Ctx, variant: str) -> Draft:
+    return asset_request(ctx, *paths.static(ctx.rng, variant), font_origin=True)
+
+
+def asset_request(ctx: Ctx, path: str, q: list[tuple[str, str]], dest: str, font_origin: bool = False) -> Draft:
+    """A browser's (or a program's) fetch of one static file: sometimes HEAD, conditional or ranged.
+    `font_origin`: a browser sends Origin with a font request."""
     rng = ctx.rng
-    path, q, dest = paths.static(rng, variant)
     r = rng.random()
     mode = "asset" if r < 0.8 else "api" if r < 0.9 else "bot"
     d = start(ctx, "HEAD" if rng.chance(0.06) else "GET", path, mode, dest)
     query_slots(ctx, d, q)
     if rng.chance(0.25):
         _conditional(ctx, d)
-    if dest == "font" and d.client in ("chrome", "edge", "firefox", "safari"):
+    if font_origin and dest == "font" and d.client in ("chrome", "edge", "firefox", "safari"):
         d.extra.insert(0, ("Origin", f"https://{d.host}"))
     if rng.chance(0.05):
         d.extra.append(("Range", f"bytes={rng.randrange(0, 5000)}-"))
