@@ -12,12 +12,10 @@ from __future__ import annotations
 import html
 
 from engine.corpus import layouts, paths, richtext, vocab
-from engine.corpus.draft import Body, Draft
-from engine.corpus.scenes import Ctx, scene, start
-from engine.corpus.scenes_api import json_slots
-from engine.corpus.scenes_text import long_size
+from engine.corpus.draft import Draft
+from engine.corpus.scenes import Ctx, scene
+from engine.corpus.scenes_text import form_draft, json_draft, long_size
 from engine.corpus.scenes_web import asset_request
-from engine.corpus.slots import Slot
 
 CMS_VARIANTS = ("wp_classic", "wp_rest", "drupal", "joomla", "mediawiki", "ghost", "shopify", "email_template", "confluence",
                 "tinymce_autosave", "headless")  # fmt: skip
@@ -36,25 +34,6 @@ def page_size(ctx: Ctx) -> int:
     return long_size(ctx.rng) if ctx.rng.chance(0.3) else int(ctx.rng.loguniform(300, 6000))
 
 
-def _form(ctx: Ctx, path: str, fields: list[tuple[str, str, str]], focus: str) -> Draft:
-    from engine.corpus import encode
-
-    d = start(ctx, "POST", path, "form")
-    d.body = Body("form", pairs=[(encode.browser(n), encode.browser(v)) for n, v, _ in fields])
-    d.slots += [Slot("form", n, k) for n, _, k in fields if k != "fixed"]
-    d.focus = Slot("form", focus, "text")
-    d.splice_form = True
-    return d
-
-
-def _json(ctx: Ctx, method: str, path: str, obj, focus: tuple) -> Draft:
-    d = start(ctx, method, path, "fetch" if ctx.rng.chance(0.8) else "api")
-    d.body = Body("json", obj=obj, ascii=ctx.rng.chance(0.1))
-    json_slots(d)
-    d.focus = Slot("json", focus, "text")
-    return d
-
-
 @scene("page_save", CMS_VARIANTS, "json form text long")
 def page_save(ctx: Ctx, variant: str) -> Draft:
     rng, size = ctx.rng, page_size(ctx)
@@ -71,11 +50,11 @@ def page_save(ctx: Ctx, variant: str) -> Draft:
                   ("post_type", rng.pick(["post", "page"]), "fixed"), ("post_ID", str(post_id), "fixed"), ("post_title", title, "text"),
                   ("content", doc(rng.pick(["tinymce", "plain"])), "text"), ("excerpt", "", "text"), ("post_status", rng.pick(["draft", "publish"]), "fixed"),
                   (rng.pick(["save", "publish"]), rng.pick(["Save Draft", "Publish", "Update"]), "fixed")]  # fmt: skip
-        return _form(ctx, "/wp-admin/post.php", fields, "content")
+        return form_draft(ctx, "/wp-admin/post.php", fields, "content", splice=True)
     if variant == "wp_rest":
         obj = {"id": post_id, "title": title, "content": doc("wp_blocks"), "status": rng.pick(["draft", "publish", "future"]),
                "meta": {"footnotes": ""}, "categories": [rng.randrange(1, 40)]}  # fmt: skip
-        d = _json(ctx, rng.pick(["POST", "PUT"]), f"/wp-json/wp/v2/{rng.pick(['posts', 'pages'])}/{post_id}", obj, ("content",))
+        d = json_draft(ctx, rng.pick(["POST", "PUT"]), f"/wp-json/wp/v2/{rng.pick(['posts', 'pages'])}/{post_id}", obj, ("content",), fetch=0.8, ascii=0.1)
         d.query.append(("_locale", "user"))
         return d
     if variant == "drupal":
@@ -83,12 +62,12 @@ def page_save(ctx: Ctx, variant: str) -> Draft:
                   ("body[0][format]", rng.pick(["full_html", "basic_html"]), "fixed"), ("form_build_id", f"form-{rng.alnum(43, 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-')}", "fixed"),
                   ("form_token", rng.alnum(43, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"), "fixed"), ("form_id", "node_article_edit_form", "fixed"),
                   ("status[value]", "1", "fixed"), ("op", "Save", "fixed")]  # fmt: skip
-        return _form(ctx, f"/node/{post_id}/edit", fields, "body[0][value]")
+        return form_draft(ctx, f"/node/{post_id}/edit", fields, "body[0][value]", splice=True)
     if variant == "joomla":
         fields = [("jform[title]", title, "text"), ("jform[alias]", vocab.slug(rng), "fixed"), ("jform[articletext]", doc("tinymce"), "text"),
                   ("jform[state]", "1", "fixed"), ("jform[catid]", str(rng.randrange(2, 40)), "fixed"), ("task", rng.pick(["article.apply", "article.save"]), "fixed"),
                   (rng.hexid(32), "1", "fixed")]  # fmt: skip
-        d = _form(ctx, "/administrator/index.php", fields, "jform[articletext]")
+        d = form_draft(ctx, "/administrator/index.php", fields, "jform[articletext]", splice=True)
         d.query += [("option", "com_content"), ("view", "article"), ("layout", "edit"), ("id", str(post_id))]
         return d
     if variant == "mediawiki":
@@ -98,35 +77,35 @@ def page_save(ctx: Ctx, variant: str) -> Draft:
                   ("wpEdittime", vocab.timestamp(rng), "fixed"), ("wpTextbox1", text, "text"), ("wpSummary", vocab.title(rng), "text"),
                   ("wpSave", "Save changes", "fixed"), ("wpEditToken", rng.hexid(32) + "+\\", "fixed"), ("mode", "text", "fixed"), ("model", "wikitext", "fixed"),
                   ("format", "text/x-wiki", "fixed")]  # fmt: skip
-        d = _form(ctx, rng.pick(["/w/index.php", "/index.php"]), fields, "wpTextbox1")
+        d = form_draft(ctx, rng.pick(["/w/index.php", "/index.php"]), fields, "wpTextbox1", splice=True)
         d.query += [("title", page), ("action", "submit")]
         return d
     if variant == "ghost":
         w = richtext.Writer(rng, ctx.pools, "plain", host)
         post = {"id": rng.hexid(24), "title": title, "lexical": richtext.lexical(rng, w, size), "status": "draft", "slug": vocab.slug(rng),
                 "updated_at": vocab.date(rng), "tags": [], "feature_image": f"https://{host}/content/images/2025/0{rng.randrange(1, 10)}/{vocab.slug(rng, 1)}.jpg"}  # fmt: skip
-        d = _json(ctx, "PUT", f"/ghost/api/admin/posts/{post['id']}/", {"posts": [post]}, ("posts", 0, "lexical"))
+        d = json_draft(ctx, "PUT", f"/ghost/api/admin/posts/{post['id']}/", {"posts": [post]}, ("posts", 0, "lexical"), fetch=0.8, ascii=0.1)
         d.query.append(("formats", "mobiledoc,lexical"))
         return d
     if variant == "shopify":
         prod = {"id": rng.randrange(10**12, 10**13), "title": vocab.product(rng), "body_html": doc("ckeditor"), "vendor": vocab.slug(rng, 1).title(),
                 "product_type": rng.pick(["Shoes", "Apparel", "Home", "Toys"]), "tags": ", ".join(vocab.slug(rng, 1) for _ in range(3))}  # fmt: skip
-        return _json(ctx, "PUT", f"/admin/api/{rng.pick(['2024-07', '2025-01', '2025-04'])}/products/{prod['id']}.json", {"product": prod}, ("product", "body_html"))
+        return json_draft(ctx, "PUT", f"/admin/api/{rng.pick(['2024-07', '2025-01', '2025-04'])}/products/{prod['id']}.json", {"product": prod}, ("product", "body_html"), fetch=0.8, ascii=0.1)
     if variant == "email_template":
         body = doc("email")
         obj = {"name": title, "subject": html.unescape(vocab.title(rng)), "html": body, "text": richtext.Writer(rng, ctx.pools, "plain", host).sentence(),
                "from_email": f"news@{host}", "editor": rng.pick(["code", "drag_and_drop"])}  # fmt: skip
-        return _json(ctx, rng.pick(["POST", "PATCH"]), rng.pick(["/api/v1/templates", f"/v3/templates/{rng.hexid(8)}/versions", "/api/campaigns/content"]), obj, ("html",))
+        return json_draft(ctx, rng.pick(["POST", "PATCH"]), rng.pick(["/api/v1/templates", f"/v3/templates/{rng.hexid(8)}/versions", "/api/campaigns/content"]), obj, ("html",), fetch=0.8, ascii=0.1)
     if variant == "confluence":
         obj = {"id": str(post_id), "type": "page", "title": title, "space": {"key": vocab.slug(rng, 1).upper()[:6]}, "version": {"number": rng.randrange(2, 40)},
                "body": {"storage": {"value": doc("confluence"), "representation": "storage"}}}  # fmt: skip
-        return _json(ctx, "PUT", f"/wiki/rest/api/content/{post_id}", obj, ("body", "storage", "value"))
+        return json_draft(ctx, "PUT", f"/wiki/rest/api/content/{post_id}", obj, ("body", "storage", "value"), fetch=0.8, ascii=0.1)
     if variant == "tinymce_autosave":
         fields = [("id", str(post_id), "fixed"), ("title", title, "text"), ("content", doc("tinymce"), "text"), ("csrf_token", rng.alnum(40), "fixed")]
-        d = _form(ctx, rng.pick([f"/admin/articles/{post_id}/autosave", "/editor/autosave", f"/cms/pages/{post_id}/draft"]), fields, "content")
+        d = form_draft(ctx, rng.pick([f"/admin/articles/{post_id}/autosave", "/editor/autosave", f"/cms/pages/{post_id}/draft"]), fields, "content", splice=True)
         d.mode = "fetch"
         return d
     # headless: a headless CMS entry with a rich-text field and its plain fields
     obj = {"data": {"title": title, "slug": vocab.slug(rng), "content": doc(rng.pick(["ckeditor", "plain"])), "seo": {"metaTitle": title, "metaDescription": vocab.title(rng)},
                     "locale": rng.pick(["en", "de", "fr", "es"]), "publishedAt": None}}  # fmt: skip
-    return _json(ctx, "PUT", rng.pick([f"/api/articles/{post_id}", f"/content-manager/collection-types/api::article.article/{post_id}", f"/items/posts/{post_id}"]), obj, ("data", "content"))
+    return json_draft(ctx, "PUT", rng.pick([f"/api/articles/{post_id}", f"/content-manager/collection-types/api::article.article/{post_id}", f"/items/posts/{post_id}"]), obj, ("data", "content"), fetch=0.8, ascii=0.1)

@@ -34,21 +34,27 @@ TEXT_VARIANTS = ("issue", "forum_reply", "cms_page", "wiki_edit", "review", "cod
                  "gist", "note", "translation", "sql_console", "settings_import")  # fmt: skip
 
 
-def _json(ctx: Ctx, method: str, path: str, obj: dict, focus: tuple) -> Draft:
-    d = start(ctx, method, path, "fetch" if ctx.rng.chance(0.7) else "api")
-    d.body = Body("json", obj=obj, ascii=ctx.rng.chance(0.15))
+def json_draft(ctx: Ctx, method: str, path: str, obj: dict, focus: tuple, fetch: float = 0.7, ascii: float = 0.15) -> Draft:
+    """A JSON request whose text field at `focus` is the draft's focus; sent by a page's script (`fetch`
+    of the time) or an API client, its non-ASCII characters escaped `ascii` of the time."""
+    d = start(ctx, method, path, "fetch" if ctx.rng.chance(fetch) else "api")
+    d.body = Body("json", obj=obj, ascii=ctx.rng.chance(ascii))
     json_slots(d)
     d.focus = Slot("json", focus, "text")
     return d
 
 
-def _form(ctx: Ctx, path: str, fields: list[tuple[str, str, str]], focus: str) -> Draft:
+def form_draft(ctx: Ctx, path: str, fields: list[tuple[str, str, str]], focus: str, splice: bool = False) -> Draft:
+    """A browser form post of `fields` (name, value, slot kind); a field of kind "fixed" (a token, a
+    button, a state the page set) is never a slot. `splice`: a payload goes into the focus field's text
+    rather than replacing it (Draft.splice_form)."""
     from engine.corpus import encode
 
     d = start(ctx, "POST", path, "form")
     d.body = Body("form", pairs=[(encode.browser(n), encode.browser(v)) for n, v, _ in fields])
-    d.slots += [Slot("form", n, k) for n, _, k in fields]
+    d.slots += [Slot("form", n, k) for n, _, k in fields if k != "fixed"]
     d.focus = Slot("form", focus, "text")
+    d.splice_form = splice
     return d
 
 
@@ -63,41 +69,41 @@ def text_post(ctx: Ctx, variant: str) -> Draft:
     body = ctx.pools.text(rng, ("markdown", "prose", "mixed"))["text"]
     owner, repo = vocab.username(rng), vocab.slug(rng, 1)
     if variant == "issue":
-        return _json(ctx, "POST", f"/api/v3/repos/{owner}/{repo}/issues", {"title": _short(ctx), "body": body, "labels": [rng.pick(["bug", "question", "docs"])]}, ("body",))
+        return json_draft(ctx, "POST", f"/api/v3/repos/{owner}/{repo}/issues", {"title": _short(ctx), "body": body, "labels": [rng.pick(["bug", "question", "docs"])]}, ("body",))
     if variant == "forum_reply":
-        return _form(ctx, rng.pick(["/posting.php", f"/t/{vocab.slug(rng)}/{rng.randrange(10**4, 10**6)}/reply", "/forum/reply"]),
+        return form_draft(ctx, rng.pick(["/posting.php", f"/t/{vocab.slug(rng)}/{rng.randrange(10**4, 10**6)}/reply", "/forum/reply"]),
                      [("subject", "Re: " + _short(ctx), "text"), ("message", body, "text"), ("topic_id", str(rng.randrange(1, 10**5)), "id"),
                       ("form_token", rng.hexid(40), "data")], "message")  # fmt: skip
     if variant == "cms_page":
-        return _json(ctx, rng.pick(["POST", "PUT"]), f"/wp-json/wp/v2/{rng.pick(['posts', 'pages'])}/{rng.randrange(1, 9000)}",
+        return json_draft(ctx, rng.pick(["POST", "PUT"]), f"/wp-json/wp/v2/{rng.pick(['posts', 'pages'])}/{rng.randrange(1, 9000)}",
                      {"title": _short(ctx), "content": body, "status": rng.pick(["draft", "publish"]), "slug": vocab.slug(rng), "excerpt": ""}, ("content",))  # fmt: skip
     if variant == "wiki_edit":
-        return _form(ctx, "/w/index.php?action=submit", [("wpTextbox1", body, "text"), ("wpSummary", _short(ctx), "text"), ("wpEditToken", rng.hexid(32) + "+\\", "data"),
+        return form_draft(ctx, "/w/index.php?action=submit", [("wpTextbox1", body, "text"), ("wpSummary", _short(ctx), "text"), ("wpEditToken", rng.hexid(32) + "+\\", "data"),
                      ("title", vocab.title(rng).replace(" ", "_"), "name")], "wpTextbox1")  # fmt: skip
     if variant == "review":
-        return _json(ctx, "POST", f"/api/products/{rng.randrange(1, 10**5)}/reviews", {"rating": rng.randrange(1, 6), "title": _short(ctx), "text": body,
+        return json_draft(ctx, "POST", f"/api/products/{rng.randrange(1, 10**5)}/reviews", {"rating": rng.randrange(1, 6), "title": _short(ctx), "text": body,
                      "author": vocab.full_name(rng), "recommend": rng.chance(0.7)}, ("text",))  # fmt: skip
     if variant == "code_review":
-        return _json(ctx, "POST", f"/api/v4/projects/{rng.randrange(1, 9999)}/merge_requests/{rng.randrange(1, 900)}/discussions",
+        return json_draft(ctx, "POST", f"/api/v4/projects/{rng.randrange(1, 9999)}/merge_requests/{rng.randrange(1, 900)}/discussions",
                      {"body": body, "position": {"new_path": f"src/{vocab.slug(rng, 1)}.{rng.pick(['py', 'go', 'ts', 'sql'])}", "new_line": rng.randrange(1, 900),
                                                  "base_sha": rng.hexid(40), "head_sha": rng.hexid(40)}}, ("body",))  # fmt: skip
     if variant == "ticket":
-        return _json(ctx, "POST", "/api/v2/tickets", {"ticket": {"subject": _short(ctx), "comment": {"body": body}, "priority": rng.pick(["low", "normal", "high"]),
+        return json_draft(ctx, "POST", "/api/v2/tickets", {"ticket": {"subject": _short(ctx), "comment": {"body": body}, "priority": rng.pick(["low", "normal", "high"]),
                      "requester": {"name": vocab.full_name(rng), "email": vocab.email(rng)}}}, ("ticket", "comment", "body"))  # fmt: skip
     if variant == "chat":
-        return _json(ctx, "POST", rng.pick(["/api/chat.postMessage", f"/api/v1/channels/{rng.hexid(10)}/messages"]),
+        return json_draft(ctx, "POST", rng.pick(["/api/chat.postMessage", f"/api/v1/channels/{rng.hexid(10)}/messages"]),
                      {"channel": "C" + rng.alnum(10).upper(), "text": body, "thread_ts": f"{vocab.timestamp(rng)}.{rng.randrange(10**5, 10**6)}"}, ("text",))  # fmt: skip
     if variant == "email_compose":
-        return _json(ctx, "POST", "/api/messages/send", {"to": [vocab.email(rng)], "subject": _short(ctx), "html": body, "from": vocab.email(rng)}, ("html",))
+        return json_draft(ctx, "POST", "/api/messages/send", {"to": [vocab.email(rng)], "subject": _short(ctx), "html": body, "from": vocab.email(rng)}, ("html",))
     if variant == "gist":
         name = f"{vocab.slug(rng, 1)}.{rng.pick(['md', 'py', 'sh', 'sql', 'yaml'])}"
-        return _json(ctx, "POST", "/api/gists", {"description": _short(ctx), "public": rng.chance(0.5), "files": {name: {"content": body}}}, ("files", name, "content"))
+        return json_draft(ctx, "POST", "/api/gists", {"description": _short(ctx), "public": rng.chance(0.5), "files": {name: {"content": body}}}, ("files", name, "content"))
     if variant == "note":
-        return _json(ctx, "PUT", f"/api/notes/{vocab.uuid(rng)}", {"content": body, "format": rng.pick(["markdown", "html", "plain"]), "pinned": False}, ("content",))
+        return json_draft(ctx, "PUT", f"/api/notes/{vocab.uuid(rng)}", {"content": body, "format": rng.pick(["markdown", "html", "plain"]), "pinned": False}, ("content",))
     if variant == "translation":
-        return _json(ctx, "POST", "/api/translate", {"source_lang": "auto", "target_lang": rng.pick(vocab.LANGS), "text": body}, ("text",))
+        return json_draft(ctx, "POST", "/api/translate", {"source_lang": "auto", "target_lang": rng.pick(vocab.LANGS), "text": body}, ("text",))
     if variant == "sql_console":
-        return _json(ctx, "POST", rng.pick(["/api/dataset", "/api/card", "/api/ds/query"]),
+        return json_draft(ctx, "POST", rng.pick(["/api/dataset", "/api/card", "/api/ds/query"]),
                      {"database": rng.randrange(1, 9), "type": "native", "native": {"query": body, "template-tags": {}}}, ("native", "query"))  # fmt: skip
     d = start(ctx, "PUT", f"/api/{rng.pick(['config', 'settings/import', 'pipelines'])}/{vocab.slug(rng, 1)}", "api")
     d.body = Body("raw", data=body, ctype=rng.pick(["application/x-yaml", "text/plain", "application/toml"]))
@@ -130,7 +136,7 @@ def long_doc(ctx: Ctx, variant: str) -> Draft:
     if variant == "article_json":
         obj = {"title": _short(ctx), "author": {"name": vocab.full_name(rng), "email": vocab.email(rng)}, "content": long_text(ctx, size),
                "tags": [rng.pick(vocab.WORDS) for _ in range(3)], "excerpt": _short(ctx)}  # fmt: skip
-        return _json(ctx, rng.pick(["POST", "PUT"]), rng.pick(["/api/articles", "/wp-json/wp/v2/posts", "/ghost/api/admin/posts/"]), obj, ("content",))
+        return json_draft(ctx, rng.pick(["POST", "PUT"]), rng.pick(["/api/articles", "/wp-json/wp/v2/posts", "/ghost/api/admin/posts/"]), obj, ("content",))
     if variant in ("json_export", "bulk_api"):
         kind = rng.pick(["order", "product", "user_profile", "event", "invoice"])
         crng = Rng("long-doc-items", ctx.split, kind)
@@ -159,7 +165,7 @@ def long_doc(ctx: Ctx, variant: str) -> Draft:
         d.focus = d.slots[0]
         return d
     if variant == "html_form":
-        return _form(ctx, rng.pick(["/admin/pages/save", "/cms/edit", "/node/add/article"]), [("title", _short(ctx), "text"),
+        return form_draft(ctx, rng.pick(["/admin/pages/save", "/cms/edit", "/node/add/article"]), [("title", _short(ctx), "text"),
                      ("body", long_text(ctx, size, ("html", "prose", "markdown")), "text"), ("format", "full_html", "misc"), ("op", "Save", "misc")], "body")  # fmt: skip
     d = start(ctx, "PUT" if variant == "markdown_put" else "POST", rng.pick(["/api/docs/" + vocab.slug(rng), "/api/logs", "/ingest"]), "api")
     if variant == "markdown_put":
