@@ -1,5 +1,5 @@
 """`python -m engine.corpus --data ../shared/data --out work/corpus [--seed 1] [--scale 1.0] [--lookalikes] [--image-uploads]
-[--xml-values] [--site-layouts]`:
+[--xml-values] [--site-layouts] [--mounts]`:
 build the training corpus (train.jsonl, test.jsonl, evasion.jsonl, summary.json) and print its summary table."""
 
 from __future__ import annotations
@@ -32,10 +32,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="static assets in many more framework and CMS layouts (Nuxt, SvelteKit, Astro, Webpacker, Drupal, "
                          "Shopify, ...) and pages saved from CMS editors (WordPress, Drupal, Joomla, MediaWiki, Ghost, "
                          "Confluence, e-mail templates, ...), benign and carrying payloads (engine.corpus.scenes_site)")
+    ap.add_argument("--mounts", action="store_true",
+                    help="sites served from a folder: assets, pages and searches under /public/, /wordpress/, /app/, /shop/, "
+                         "..., the folders scanner probes use too, benign and carrying payloads (engine.corpus.scenes_site.mounted)")
     args = ap.parse_args(argv)
     t0 = time.time()
     result = build(args.data, args.out, seed=args.seed, scale=args.scale, lookalikes=args.lookalikes, image_uploads=args.image_uploads,
-                   xml_values=args.xml_values, site_layouts=args.site_layouts)
+                   xml_values=args.xml_values, site_layouts=args.site_layouts, mounts=args.mounts)
     print(table(result, time.time() - t0))
     return 0
 

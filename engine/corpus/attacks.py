@@ -63,8 +63,15 @@ SITE_CARRIERS = {"query": ("asset", 0.05), "any": ("asset", 0.05), "form": ("pag
                  "text": ("page_save", 0.15)}  # fmt: skip
 
 
+# with --mounts (Pools.mounts): some query payloads ride on sites served from a folder, as benign requests do
+MOUNT_CARRIERS = {"query": ("mounted", 0.04), "any": ("mounted", 0.04)}
+
+
 def scene_draft(ctx: Ctx, where: str) -> Draft:
     site = SITE_CARRIERS.get(where) if ctx.pools.site_layouts else None
+    if ctx.pools.mounts and where in MOUNT_CARRIERS and ctx.rng.chance(MOUNT_CARRIERS[where][1]):
+        sc = all_scenes()[MOUNT_CARRIERS[where][0]]
+        return session.dress(ctx.rng, sc.make(ctx, ctx.rng.pick(sc.usable(ctx.split))), ctx.pools.tokens)
     if site and ctx.rng.chance(site[1]):
         from engine.corpus.scenes_site import CMS_FORM, CMS_JSON
 

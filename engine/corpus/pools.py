@@ -62,6 +62,7 @@ class Pools:
     image_uploads: bool = False  # uploads draw SVG, GIF, ICO and metadata-bearing images (engine.corpus.images)
     xml_values: bool = False  # parameter payloads go into XML element text and attributes too (engine.corpus.xmlvalues)
     site_layouts: bool = False  # assets in more layouts and CMS page saves, both sides (engine.corpus.scenes_site)
+    mounts: bool = False  # sites served from a folder (/public/, /wordpress/, ...), both sides (scenes_site.mounted)
 
     def cached(self, key: str, make, n: int) -> list:
         """n values from `make()` made once per pool: long exports reuse them instead of generating

@@ -21,6 +21,8 @@ from engine.corpus.scenes import Ctx, all_scenes, start
 from engine.corpus.split import choose_test
 
 TARGETS = {"scanner_ua": 1500, "restricted_file": 2000}
+# folders a restricted file is probed under; benign requests under these are made with --mounts (scenes_site.mounted)
+PREFIXES = ("/", "/", "/", "/app/", "/public/", "/wordpress/", "/api/", "/static/../")
 _BENIGN = re.compile(r"^(robots\.txt|sitemap|manifest\.json|favicon|\.well-known|humans\.txt|ads\.txt|security\.txt)", re.I)
 
 
@@ -39,7 +41,7 @@ def file_path(rng: Rng, entry: str) -> str:
         e = rng.pick(["backup", "dump", "db", "site", "www", "database"]) + e
     if e.endswith(("-", "_")):
         e += rng.pick(["backup.php", "old.php", "1.php", "bak", "sample.php"])
-    prefix = rng.pick(["/", "/", "/", "/app/", "/public/", "/wordpress/", "/api/", "/static/../"]) if not e.startswith("/") else ""
+    prefix = rng.pick(PREFIXES) if not e.startswith("/") else ""
     return prefix + e
 
 

@@ -13,7 +13,7 @@ import html
 
 from engine.corpus import layouts, paths, richtext, vocab
 from engine.corpus.draft import Draft
-from engine.corpus.scenes import Ctx, scene
+from engine.corpus.scenes import Ctx, all_scenes, scene
 from engine.corpus.scenes_text import form_draft, json_draft, long_size
 from engine.corpus.scenes_web import asset_request
 
@@ -109,3 +109,24 @@ def page_save(ctx: Ctx, variant: str) -> Draft:
     obj = {"data": {"title": title, "slug": vocab.slug(rng), "content": doc(rng.pick(["ckeditor", "plain"])), "seo": {"metaTitle": title, "metaDescription": vocab.title(rng)},
                     "locale": rng.pick(["en", "de", "fr", "es"]), "publishedAt": None}}  # fmt: skip
     return json_draft(ctx, "PUT", rng.pick([f"/api/articles/{post_id}", f"/content-manager/collection-types/api::article.article/{post_id}", f"/items/posts/{post_id}"]), obj, ("data", "content"), fetch=0.8, ascii=0.1)
+
+
+# Sites served from a folder (`python -m engine.corpus --mounts`): a PHP app deployed without its document root
+# (/public/...), WordPress installed in /wordpress/, an app mounted at /app/ or /shop/ behind a shared host name.
+# The restricted-file probes of engine.corpus.scanners are sent under the first four folders too, so without these
+# a folder would tell the label: a model trained without them blocked Ghost's /public/cards.min.js as a probe.
+SCANNER_MOUNTS = ("public", "wordpress", "app", "static")
+MOUNTS = (*SCANNER_MOUNTS, "site", "web", "blog", "cms", "shop", "portal", "www", "frontend")
+
+
+@scene("mounted", MOUNTS, "query path", keep=SCANNER_MOUNTS)
+def mounted(ctx: Ctx, variant: str) -> Draft:
+    """An asset, a page or a search of another scene, under the mount folder `variant` (/public/ holds assets)."""
+    rng = ctx.rng
+    inner = "static" if variant == "public" else rng.pick(["static", "static", "page", "search"])
+    sc = all_scenes()[inner]
+    usable = sc.usable(ctx.split)
+    wanted = {"static": "wordpress", "page": "blog"}.get(inner) if variant == "wordpress" else None
+    d = sc.make(ctx, wanted if wanted in usable else rng.pick(usable))
+    d.path = f"/{variant}{d.path if d.path.startswith('/') else '/' + d.path}"
+    return d

@@ -1,6 +1,7 @@
 """engine/corpus/layouts.py, richtext.py and scenes_site.py (`--site-layouts`): assets outside the folders the
 policy names are still assets, page saves carry their editor's document and take a payload in it, and both
-appear only when the corpus is built with the flag."""
+appear only when the corpus is built with the flag; `--mounts`: sites served from a folder, under every folder the
+scanner probes use too."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ from collections import Counter
 
 import pytest
 
-from engine.corpus import attacks, benign, layouts, richtext, slots
+from engine.corpus import attacks, benign, layouts, richtext, scanners, session, slots
 from engine.corpus.pools import Pools
 from engine.corpus.rand import Rng
 from engine.corpus.scenes import Ctx, all_scenes
-from engine.corpus.scenes_site import CMS_FORM, CMS_JSON, CMS_VARIANTS
+from engine.corpus.scenes_site import CMS_FORM, CMS_JSON, CMS_VARIANTS, MOUNTS, SCANNER_MOUNTS
 from engine.features import Features
 from engine.labels import STATIC_PREFIXES, is_static, route_label
 
@@ -123,3 +124,43 @@ def test_the_flag_adds_both_scenes_to_both_sides_and_test_uses_only_held_out_var
                 assert d.scene.split("/")[1] in CMS_FORM
     assert made[False]["asset"] == made[False]["page_save"] == 0
     assert made[True]["page_save"] >= 10 and made[True]["asset"] >= 2
+
+
+def test_every_folder_a_probe_is_sent_under_is_also_a_benign_mount_kept_for_training():
+    folders = {p.strip("/") for p in scanners.PREFIXES if p.strip("/") and ".." not in p} - {"api"}  # /api/ is benign everywhere already
+    assert folders <= set(SCANNER_MOUNTS)
+    sc = all_scenes()["mounted"]
+    assert set(SCANNER_MOUNTS) <= set(sc.usable("train")) and sc.held_out() and not set(sc.held_out()) & set(SCANNER_MOUNTS)
+    assert set(sc.variants) == set(MOUNTS)
+
+
+@pytest.mark.parametrize("folder", MOUNTS)
+def test_a_mounted_request_is_another_scenes_request_under_its_folder(folder):
+    pools, labels = Pools("train", texts=TEXTS, mounts=True), Counter()
+    sc = all_scenes()["mounted"]
+    for i in range(40):
+        ctx = Ctx(Rng("mount", folder, i), pools)
+        d = sc.make(ctx, folder)
+        assert d.scene == f"mounted/{folder}" and d.path.startswith(f"/{folder}/") and "//" not in d.path
+        session.dress(ctx.rng, d, [])
+        labels[route_label(features(d))[0]] += 1
+    if folder == "public":  # /public/ holds assets: cached, unless the client asked for a fresh copy
+        assert labels["cache"] >= 36 and labels["cache"] + labels["origin"] == 40
+    else:
+        assert labels["cache"] >= 10 and labels["cache"] < 40
+
+
+def test_the_mounts_flag_adds_them_to_both_sides_and_test_uses_only_held_out_folders():
+    recs = list(benign.shape_records(Rng("m"), Pools("train", texts=TEXTS, mounts=True), "train", 0.01, benign.MOUNT_SHAPES))
+    assert len(recs) == 30 and all(r["gen"].startswith("mounted/") for r in recs)
+    held = {f"mounted/{v}" for v in all_scenes()["mounted"].held_out()}
+    assert not {r["gen"] for r in recs} & held
+    test = list(benign.shape_records(Rng("m"), Pools("test", texts=TEXTS, mounts=True), "test", 0.05, benign.MOUNT_SHAPES))
+    assert test and {r["gen"] for r in test} <= held
+    made = {flag: Counter() for flag in (False, True)}
+    for flag in (False, True):
+        pools = Pools("train", texts=TEXTS, mounts=flag)
+        for i in range(600):
+            d, _ = attacks.embed_param(Ctx(Rng("mpos", i), pools, "train"), MARK, "xss")
+            made[flag][d.scene.split("/")[0]] += 1
+    assert made[False]["mounted"] == 0 and made[True]["mounted"] >= 3

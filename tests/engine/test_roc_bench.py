@@ -46,6 +46,8 @@ def test_a_run_on_the_default_model_writes_figures_and_a_chart(tmp_path):
     (res,) = json.loads((out / "roc.json").read_text())
     assert res["attacks"] == 10 and res["benign"] == 20 and res["at_fpr"]["1%"]["fpr"] == 0.0
     assert res["at_fpr"]["1%"]["tpr"] >= 0.9  # plain UNION SELECT in a query: the default model catches it
+    assert res["by_class"]["sqli"]["n"] == 10 and res["by_class"]["sqli"]["at_fpr"]["1%"] == res["at_fpr"]["1%"]["tpr"]
+    assert "attack TPR per class at a benign FPR of 0.1%" in run.stdout
     assert str(benign) in res["benign_files"] and res["benign_files"][str(benign)]["n"] == 5
     if importlib.util.find_spec("matplotlib") is None:  # the chart needs the bench extra; the figures do not
         assert "matplotlib not installed" in run.stderr and not (out / "roc.png").exists()
