@@ -10,6 +10,8 @@ it scores every request of `--data` once with the model alone (no rules, no cach
 
 - the attack TPR at fixed benign false-positive rates of that file (0.05, 0.1, 0.2, 0.5 and 1 %),
 - TPR and FPR at fixed thresholds (0.95 ... 0.998 and the bundle's own),
+- the attack TPR of each attack class at one of those rates (`--class-fpr`, 0.1 % unless told): which
+  classes a candidate gives up, or gains, at the same operating point,
 - for each `--benign` file (benign only, such as bench/independent.py's probe), the FPR at the threshold
   that gives each fixed FPR on `--data` — what the other text would cost at the same operating point —
   and at the fixed thresholds.
@@ -43,13 +45,23 @@ FPRS = (0.0005, 0.001, 0.002, 0.005, 0.01)
 THRESHOLDS = (0.95, 0.977, 0.99, 0.995, 0.998)
 
 
-def scores(model: Model, path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """Block probability and is-attack, per record of a request-shaped JSONL file."""
+def scores(model: Model, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Block probability, is-attack and attack class ("" for benign), per record of a request-shaped JSONL file."""
     recs = [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
     feats = [features_of(r) for r in recs]
     _, probs, _ = predict(model, feats)
     attack = np.array([truth(r, f) == "block" for r, f in zip(recs, feats)], dtype=bool)
-    return np.asarray(probs)[:, BLOCK].astype(np.float64), attack
+    classes = np.array([(r.get("attack_class") or "other") if a else "" for r, a in zip(recs, attack)], dtype=object)
+    return np.asarray(probs)[:, BLOCK].astype(np.float64), attack, classes
+
+
+def by_class(att: np.ndarray, classes: np.ndarray, thresholds: dict[str, float]) -> dict[str, dict]:
+    """Per attack class: its count and its TPR at each named threshold."""
+    out = {}
+    for cls in sorted(set(classes)):
+        s = att[classes == cls]
+        out[cls] = {"n": len(s), "at_fpr": {k: rate(s, t) for k, t in thresholds.items()}}
+    return out
 
 
 def threshold_at(benign: np.ndarray, fpr: float) -> float:
@@ -94,6 +106,22 @@ def chart(results: list[dict], out: Path) -> Path | None:
     return path
 
 
+def print_classes(results: list[dict], at: str, min_n: int) -> None:
+    """Per-class TPR of every bundle at the benign FPR `at`; later bundles also as a difference to the first."""
+    first = results[0]["by_class"]
+    rows = [c for c, v in first.items() if v["n"] >= min_n]
+    print(f"attack TPR per class at a benign FPR of {at} (classes with at least {min_n} attacks)")
+    head = " ".join(f"{r['bundle'][-22:]:>22s}" for r in results)
+    print(f"  {'class':22s} {'n':>6s} {head}")
+    for c in rows:
+        base = first[c]["at_fpr"][at]
+        cells = [f"{100 * base:22.2f}"]
+        for r in results[1:]:
+            v = r["by_class"].get(c, {"at_fpr": {at: float("nan")}})["at_fpr"][at]
+            cells.append(f"{100 * v:6.2f} ({100 * (v - base):+6.2f})".rjust(22))
+        print(f"  {c:22s} {first[c]['n']:6d} " + " ".join(cells))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bundle", action="append", required=True, help="bundle folder, or DEFAULT (repeatable)")
@@ -101,6 +129,9 @@ def main() -> None:
     ap.add_argument("--benign", action="append", default=[], type=Path, help="benign-only JSONL (repeatable)")
     ap.add_argument("--out", default=ROOT / "bench" / "results" / "roc", type=Path)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--class-fpr", default="0.1%", choices=[f"{100 * f:g}%" for f in FPRS],
+                    help="the benign FPR at which the per-class table is printed (all are in roc.json)")
+    ap.add_argument("--min-class", type=int, default=50, help="print classes with at least this many attacks")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
@@ -109,7 +140,7 @@ def main() -> None:
         t0 = time.time()
         b = bundles.load(None if name == "DEFAULT" else name)
         model = Model(b, threads=args.threads)
-        p, attack = scores(model, args.data)
+        p, attack, classes = scores(model, args.data)
         if not attack.any() or attack.all():
             sys.exit(f"{args.data} needs both attacks and benign requests")
         ben, att = p[~attack], p[attack]
@@ -119,9 +150,10 @@ def main() -> None:
         at = {f"{100 * f:g}%": threshold_at(ben, f) for f in FPRS}
         row["at_fpr"] = {k: {"threshold": t, "tpr": rate(att, t), "fpr": rate(ben, t)} for k, t in at.items()}
         row["at_threshold"] = {f"{t:g}": {"tpr": rate(att, t), "fpr": rate(ben, t)} for t in (*THRESHOLDS, own)}
+        row["by_class"] = by_class(att, classes[attack], at)
         row["benign_files"] = {}
         for path in args.benign:
-            q, _ = scores(model, path)
+            q, _, _ = scores(model, path)
             row["benign_files"][str(path)] = {
                 "n": len(q),
                 "at_data_fpr": {k: rate(q, v["threshold"]) for k, v in row["at_fpr"].items()},
@@ -150,6 +182,7 @@ def main() -> None:
             cells.append(f"{k}{mark}: {100 * v['tpr']:.2f} / {100 * v['fpr']:.3f}{extra}")
         print(f"  {r['bundle']:24s} " + " | ".join(cells))
     print("  (* the bundle's own threshold)")
+    print_classes(results, args.class_fpr, args.min_class)
     (args.out / "roc.json").write_text(json.dumps(results, indent=1) + "\n")
     png = chart(results, args.out)
     print(f"results: {args.out / 'roc.json'}" + (f", {png}" if png else ""))
