@@ -10,6 +10,7 @@ from engine.canonical import canonical_text
 from engine.corpus.io import record_features
 
 SAMPLE_EVERY = 50  # canonicalising every record would double the build time; every 50th is plenty
+ONE_SIDED_MIN = 100  # a first path segment this common in training, on one side only, is a cue a model can learn
 PCTS = (1, 5, 25, 50, 75, 95, 99, 100)
 
 
@@ -18,6 +19,7 @@ class Stats:
         self.n: Counter = Counter()
         self.by: dict[str, Counter] = defaultdict(Counter)
         self.lengths: dict[str, list[int]] = defaultdict(list)
+        self.folders: dict[str, Counter] = defaultdict(Counter)  # training split: first path segment -> attack/benign
 
     def add(self, rec: dict[str, Any]) -> None:
         s = rec["split"]
@@ -28,6 +30,9 @@ class Stats:
         self.by["source"][(s, rec["source"])] += 1
         self.by["gen"][(s, rec["gen"].split("/")[0] + ("/" + rec["gen"].split("/")[1] if rec["gen"].startswith(("attack/", "evasion/")) else ""))] += 1
         self.by["kind"][(s, "attack" if attack else "benign")] += 1
+        path = rec["path"]
+        if s == "train" and path.count("/") >= 2:
+            self.folders[path.split("/")[1].lower()[:40]]["attack" if attack else "benign"] += 1
         if self.n[s] % SAMPLE_EVERY == 0:
             n = len(canonical_text(record_features(rec)))
             self.lengths[f"{s}/{'attack' if attack else 'benign'}"].append(n)
@@ -40,7 +45,16 @@ class Stats:
                 table[key][split] = n
             out[name] = dict(table)
         out["canonical_chars"] = {k: percentiles(v) for k, v in sorted(self.lengths.items())}
+        out["one_sided_folders"] = one_sided(self.folders)
         return out
+
+
+def one_sided(folders: dict[str, Counter], least: int = ONE_SIDED_MIN) -> dict[str, dict[str, int]]:
+    """First path segments of the training split with at least `least` requests, all attacks or all benign:
+    the folder alone tells the label there (MODEL-NOTES: never let a path identify a label), most common first."""
+    rows = [(k, c) for k, c in folders.items() if sum(c.values()) >= least and (not c["attack"] or not c["benign"])]
+    rows.sort(key=lambda kc: (-sum(kc[1].values()), kc[0]))
+    return {k: {"attack": c["attack"], "benign": c["benign"]} for k, c in rows}
 
 
 def percentiles(values: list[int]) -> dict[str, int]:
@@ -69,6 +83,11 @@ def table(result: dict[str, Any], seconds: float | None = None) -> str:
     lines.append("  " + f"{'':16s}" + "".join(f"{k:>9s}" for k in ("n",) + tuple(f"p{p}" for p in PCTS)))
     for k, v in result["canonical_chars"].items():
         lines.append(f"  {k:16s}" + "".join(f"{v.get(c, 0):>9d}" for c in ("n",) + tuple(f"p{p}" for p in PCTS)))
+    one = result.get("one_sided_folders", {})
+    attack_only = [f"/{k}/ {v['attack']}" for k, v in one.items() if not v["benign"]]
+    if attack_only:
+        lines.append(f"\nfirst path segments only attacks use in training ({ONE_SIDED_MIN}+ requests; a folder alone tells the label): "
+                     + ", ".join(attack_only[:20]) + (f", ... {len(attack_only) - 20} more" if len(attack_only) > 20 else ""))
     for note in result.get("notes", []):
         lines.append(f"note: {note}")
     if seconds is not None:
