@@ -65,21 +65,21 @@ SITE_CARRIERS = {"query": ("asset", 0.05), "any": ("asset", 0.05), "form": ("pag
 
 # with --mounts (Pools.mounts): some query payloads ride on sites served from a folder, as benign requests do
 MOUNT_CARRIERS = {"query": ("mounted", 0.04), "any": ("mounted", 0.04)}
+# the flag that turns each table on, in the order they are tried (the order fixes the corpus's random draws)
+FLAGGED_CARRIERS = (("mounts", MOUNT_CARRIERS), ("site_layouts", SITE_CARRIERS))
 
 
 def scene_draft(ctx: Ctx, where: str) -> Draft:
-    site = SITE_CARRIERS.get(where) if ctx.pools.site_layouts else None
-    if ctx.pools.mounts and where in MOUNT_CARRIERS and ctx.rng.chance(MOUNT_CARRIERS[where][1]):
-        sc = all_scenes()[MOUNT_CARRIERS[where][0]]
-        return session.dress(ctx.rng, sc.make(ctx, ctx.rng.pick(sc.usable(ctx.split))), ctx.pools.tokens)
-    if site and ctx.rng.chance(site[1]):
-        from engine.corpus.scenes_site import CMS_FORM, CMS_JSON
+    for flag, table in FLAGGED_CARRIERS:
+        carrier = table.get(where) if getattr(ctx.pools, flag) else None
+        if carrier and ctx.rng.chance(carrier[1]):
+            from engine.corpus.scenes_site import CMS_FORM, CMS_JSON
 
-        sc = all_scenes()[site[0]]
-        fit = {"form": CMS_FORM, "json": CMS_JSON}.get(where) if sc.name == "page_save" else None
-        variants = [v for v in sc.usable(ctx.split) if fit is None or v in fit] or list(sc.usable(ctx.split))
-        d = sc.make(ctx, ctx.rng.pick(variants))
-        return session.dress(ctx.rng, d, ctx.pools.tokens)
+            sc = all_scenes()[carrier[0]]
+            fit = {"form": CMS_FORM, "json": CMS_JSON}.get(where) if sc.name == "page_save" else None
+            variants = [v for v in sc.usable(ctx.split) if fit is None or v in fit] or list(sc.usable(ctx.split))
+            d = sc.make(ctx, ctx.rng.pick(variants))
+            return session.dress(ctx.rng, d, ctx.pools.tokens)
     sc = all_scenes()[CARRIERS[where].draw(ctx.rng)]
     variants = sc.usable(ctx.split)
     if where in ("form", "json", "text") and sc.name in ("text_post", "long_doc"):

@@ -128,5 +128,5 @@ def mounted(ctx: Ctx, variant: str) -> Draft:
     usable = sc.usable(ctx.split)
     wanted = {"static": "wordpress", "page": "blog"}.get(inner) if variant == "wordpress" else None
     d = sc.make(ctx, wanted if wanted in usable else rng.pick(usable))
-    d.path = f"/{variant}{d.path if d.path.startswith('/') else '/' + d.path}"
+    d.path = f"/{variant}{d.path}"  # every scene's path starts with /
     return d

@@ -31,6 +31,18 @@ def features(d) -> Features:
     return Features.build(method=method, path=path, query=query, headers=headers, body=body)
 
 
+def carrier_scenes(flag: str, on: bool, seed: str, n: int) -> Counter:
+    """Which scenes n XSS payloads were embedded in, with the pool flag `flag` set to `on`; a page save that
+    takes a form payload is one of the editors that post forms."""
+    pools, made = Pools("train", texts=TEXTS, **{flag: on}), Counter()
+    for i in range(n):
+        d, how = attacks.embed_param(Ctx(Rng(seed, i), pools, "train"), MARK, "xss")
+        made[d.scene.split("/")[0]] += 1
+        if d.scene.startswith("page_save/") and "form/" in how:
+            assert d.scene.split("/")[1] in CMS_FORM
+    return made
+
+
 @pytest.mark.parametrize("layout", layouts.LAYOUTS)
 def test_every_layout_serves_files_most_of_them_outside_the_named_folders(layout):
     outside = files = 0
@@ -114,14 +126,7 @@ def test_the_flag_adds_both_scenes_to_both_sides_and_test_uses_only_held_out_var
     assert len(held) == 4 and not {r["gen"] for r in recs} & held
     test = list(benign.shape_records(Rng("b"), Pools("test", texts=TEXTS, site_layouts=True), "test", 0.02, benign.SITE_SHAPES))
     assert test and {r["gen"] for r in test} <= held
-    made = {flag: Counter() for flag in (False, True)}
-    for flag in (False, True):
-        pools = Pools("train", texts=TEXTS, site_layouts=flag)
-        for i in range(500):
-            d, how = attacks.embed_param(Ctx(Rng("pos", i), pools, "train"), MARK, "xss")
-            made[flag][d.scene.split("/")[0]] += 1
-            if d.scene.startswith("page_save/") and "form/" in how:
-                assert d.scene.split("/")[1] in CMS_FORM
+    made = {flag: carrier_scenes("site_layouts", flag, "pos", 500) for flag in (False, True)}
     assert made[False]["asset"] == made[False]["page_save"] == 0
     assert made[True]["page_save"] >= 10 and made[True]["asset"] >= 2
 
@@ -157,10 +162,5 @@ def test_the_mounts_flag_adds_them_to_both_sides_and_test_uses_only_held_out_fol
     assert not {r["gen"] for r in recs} & held
     test = list(benign.shape_records(Rng("m"), Pools("test", texts=TEXTS, mounts=True), "test", 0.05, benign.MOUNT_SHAPES))
     assert test and {r["gen"] for r in test} <= held
-    made = {flag: Counter() for flag in (False, True)}
-    for flag in (False, True):
-        pools = Pools("train", texts=TEXTS, mounts=flag)
-        for i in range(600):
-            d, _ = attacks.embed_param(Ctx(Rng("mpos", i), pools, "train"), MARK, "xss")
-            made[flag][d.scene.split("/")[0]] += 1
+    made = {flag: carrier_scenes("mounts", flag, "mpos", 600) for flag in (False, True)}
     assert made[False]["mounted"] == 0 and made[True]["mounted"] >= 3
