@@ -1,5 +1,5 @@
 """`python -m engine.corpus --data ../shared/data --out work/corpus [--seed 1] [--scale 1.0] [--lookalikes] [--image-uploads]
-[--xml-values] [--site-layouts] [--mounts]`:
+[--xml-values] [--site-layouts] [--mounts] [--legacy-folders]`:
 build the training corpus (train.jsonl, test.jsonl, evasion.jsonl, summary.json) and print its summary table."""
 
 from __future__ import annotations
@@ -35,10 +35,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mounts", action="store_true",
                     help="sites served from a folder: assets, pages and searches under /public/, /wordpress/, /app/, /shop/, "
                          "..., the folders scanner probes use too, benign and carrying payloads (engine.corpus.scenes_site.mounted)")
+    ap.add_argument("--legacy-folders", action="store_true",
+                    help="CGI applications under /cgi-bin/ (Koha, Mailman, Bugzilla, gitweb, Nagios, ViewVC, Sympa, Movable "
+                         "Type, AWStats) and sites under /site/, /include(s)/ and /components/: folders only probes use in "
+                         "the default corpus, benign and carrying payloads (engine.corpus.scenes_site)")
     args = ap.parse_args(argv)
     t0 = time.time()
     result = build(args.data, args.out, seed=args.seed, scale=args.scale, lookalikes=args.lookalikes, image_uploads=args.image_uploads,
-                   xml_values=args.xml_values, site_layouts=args.site_layouts, mounts=args.mounts)
+                   xml_values=args.xml_values, site_layouts=args.site_layouts, mounts=args.mounts,
+                   legacy_folders=args.legacy_folders)
     print(table(result, time.time() - t0))
     return 0
 

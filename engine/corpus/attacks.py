@@ -65,8 +65,11 @@ SITE_CARRIERS = {"query": ("asset", 0.05), "any": ("asset", 0.05), "form": ("pag
 
 # with --mounts (Pools.mounts): some query payloads ride on sites served from a folder, as benign requests do
 MOUNT_CARRIERS = {"query": ("mounted", 0.04), "any": ("mounted", 0.04)}
+# with --legacy-folders (Pools.legacy_folders): query payloads ride on CGI applications under /cgi-bin/ and on sites
+# under /site/, /include(s)/ and /components/, folders the probes alone used before
+LEGACY_CARRIERS = {"query": ("cgi_app", 0.03), "any": ("mounted_legacy", 0.03)}
 # the flag that turns each table on, in the order they are tried (the order fixes the corpus's random draws)
-FLAGGED_CARRIERS = (("mounts", MOUNT_CARRIERS), ("site_layouts", SITE_CARRIERS))
+FLAGGED_CARRIERS = (("mounts", MOUNT_CARRIERS), ("site_layouts", SITE_CARRIERS), ("legacy_folders", LEGACY_CARRIERS))
 
 
 def scene_draft(ctx: Ctx, where: str) -> Draft:

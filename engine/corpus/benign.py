@@ -9,6 +9,8 @@ them where it belongs.
   editors (engine.corpus.scenes_site): group `gen:asset/<layout>`, `gen:page_save/<editor>`;
 - with `--mounts` (Pools.mounts), assets, pages and searches of sites served from a folder (/public/, /wordpress/,
   /app/, /shop/, ...): group `gen:mounted/<folder>`;
+- with `--legacy-folders` (Pools.legacy_folders), CGI applications under /cgi-bin/ and sites under /site/,
+  /include(s)/ and /components/: group `gen:cgi_app/<app>`, `gen:mounted_legacy/<folder>`;
 - with `lookalikes` (`python -m engine.corpus --lookalikes`), generated lookalikes (engine.corpus.lookalikes):
   joined phrases and command questions in search boxes and text fields, opaque tokens in query, form, JSON
   and cookie positions, health and status checks from monitors and programs;
@@ -35,6 +37,7 @@ SHAPES = {"page": 18000, "static": 17000, "search": 7000, "api_read": 9000, "api
 DATA = {"text": 32000, "hardneg": 8000, "values": 9000, "agents": 2500}
 SITE_SHAPES = {"asset": 6000, "page_save": 4000}  # with --site-layouts (engine.corpus.scenes_site)
 MOUNT_SHAPES = {"mounted": 3000}  # with --mounts (engine.corpus.scenes_site.mounted)
+LEGACY_SHAPES = {"cgi_app": 2500, "mounted_legacy": 2000}  # with --legacy-folders (engine.corpus.scenes_site)
 LOOKALIKES = {"joined": 3000, "howto": 2000, "token": 3000, "probe": 2000}
 TEST_SHARE = 0.15
 
@@ -227,6 +230,8 @@ def generate(rng: Rng, pools, split: str, scale: float, lookalikes: bool = False
         yield from shape_records(rng.child("site"), pools, split, scale, SITE_SHAPES)
     if pools.mounts:
         yield from shape_records(rng.child("mounts"), pools, split, scale, MOUNT_SHAPES)
+    if pools.legacy_folders:
+        yield from shape_records(rng.child("legacy"), pools, split, scale, LEGACY_SHAPES)
     yield from text_records(rng.child("texts"), pools, split, scale)
     yield from hardneg_records(rng.child("hardneg"), pools, split, scale)
     yield from value_records(rng.child("values"), pools, split, scale)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import html
 
-from engine.corpus import layouts, paths, richtext, vocab
+from engine.corpus import layouts, params, paths, richtext, vocab
 from engine.corpus.draft import Draft
-from engine.corpus.scenes import Ctx, all_scenes, scene
+from engine.corpus.scenes import Ctx, all_scenes, query_slots, scene, start
 from engine.corpus.scenes_text import form_draft, json_draft, long_size
 from engine.corpus.scenes_web import asset_request
 
@@ -122,6 +122,10 @@ MOUNTS = (*SCANNER_MOUNTS, "site", "web", "blog", "cms", "shop", "portal", "www"
 @scene("mounted", MOUNTS, "query path", keep=SCANNER_MOUNTS)
 def mounted(ctx: Ctx, variant: str) -> Draft:
     """An asset, a page or a search of another scene, under the mount folder `variant` (/public/ holds assets)."""
+    return mount(ctx, variant)
+
+
+def mount(ctx: Ctx, variant: str) -> Draft:
     rng = ctx.rng
     inner = "static" if variant == "public" else rng.pick(["static", "static", "page", "search"])
     sc = all_scenes()[inner]
@@ -129,4 +133,82 @@ def mounted(ctx: Ctx, variant: str) -> Draft:
     wanted = {"static": "wordpress", "page": "blog"}.get(inner) if variant == "wordpress" else None
     d = sc.make(ctx, wanted if wanted in usable else rng.pick(usable))
     d.path = f"/{variant}{d.path}"  # every scene's path starts with /
+    return d
+
+
+# Folders only probes used in training (the corpus summary's one_sided_folders of the documented corpus: /site/ 1,049
+# requests, /cgi-bin/ 681, /include(s)/, /components/, all attacks): with `--legacy-folders`, sites mounted there and
+# the CGI applications that still answer under /cgi-bin/ (library catalogues, mailing lists, bug trackers, repository
+# browsers, monitoring, web statistics), so that a probe is told by what it asks for, not by its folder.
+LEGACY_MOUNTS = ("site", "includes", "include", "components")
+CGI_APPS = ("koha", "mailman", "bugzilla", "gitweb", "nagios", "viewvc", "sympa", "mt_search", "awstats")
+
+
+@scene("mounted_legacy", LEGACY_MOUNTS, "query path", keep=LEGACY_MOUNTS)
+def mounted_legacy(ctx: Ctx, variant: str) -> Draft:
+    """A site under a folder training saw only probes in; all four are trained (they are what the flag is for)."""
+    return mount(ctx, variant)
+
+
+def _words(ctx: Ctx, most: int = 4) -> str:
+    return " ".join(vocab.slug(ctx.rng, 1) for _ in range(ctx.rng.randrange(1, most + 1)))
+
+
+@scene("cgi_app", CGI_APPS, "query path")
+def cgi_app(ctx: Ctx, variant: str) -> Draft:
+    """A request to a CGI application under /cgi-bin/: catalogue and tracker searches, list pages, repository views."""
+    rng = ctx.rng
+    project, lst = vocab.slug(rng, 1), rng.pick(["announce", "users", "devel", "general", "board", "members", vocab.slug(rng, 1)])
+    host = vocab.domain(rng)
+    if variant == "mailman" and rng.chance(0.25):
+        email = vocab.email(rng)
+        fields = [("email", email, "email"), ("fullname", vocab.full_name(rng), "name"), ("pw", rng.alnum(12), "fixed"),
+                  ("pw-conf", "", "fixed"), ("digest", rng.pick(["0", "1"]), "fixed"), ("email-button", "Subscribe", "fixed")]  # fmt: skip
+        d = form_draft(ctx, f"/cgi-bin/mailman/subscribe/{lst}", fields, "fullname")
+        return d
+    if variant == "koha":
+        if rng.chance(0.6):
+            path, pairs = "/cgi-bin/koha/opac-search.pl", [("q", params.value(rng, "search"))]
+            pairs += [("idx", rng.pick(["kw", "ti", "au", "su"])), ("sort_by", rng.pick(["relevance", "pubdate_dsc", "title_az"])),
+                      ("limit", f"mc-itype,phr:{rng.pick(['BK', 'DVD', 'EBOOK'])}")][: rng.randrange(0, 4)]  # fmt: skip
+        else:
+            path, pairs = rng.pick(["/cgi-bin/koha/opac-detail.pl", "/cgi-bin/koha/opac-ISBDdetail.pl"]), [("biblionumber", str(rng.randrange(1, 400000)))]
+    elif variant == "mailman":
+        path, pairs = rng.pick([f"/cgi-bin/mailman/listinfo/{lst}", f"/cgi-bin/mailman/listinfo", f"/cgi-bin/mailman/options/{lst}"]), []
+        if path.endswith(f"/options/{lst}") and rng.chance(0.5):
+            pairs = [("email", vocab.email(rng))]
+    elif variant == "bugzilla":
+        if rng.chance(0.5):
+            path, pairs = "/cgi-bin/bugzilla/buglist.cgi", [("quicksearch", params.value(rng, "search"))]
+            pairs += [("product", project.title()), ("bug_status", rng.pick(["NEW", "ASSIGNED", "RESOLVED", "__open__"]))][: rng.randrange(0, 3)]
+        else:
+            path, pairs = "/cgi-bin/bugzilla/show_bug.cgi", [("id", str(rng.randrange(100, 900000)))]
+    elif variant == "gitweb":
+        path = "/cgi-bin/gitweb.cgi"
+        pairs = [("p", f"{project}.git"), ("a", rng.pick(["summary", "log", "commit", "tree", "blob", "shortlog"]))]
+        if pairs[1][1] in ("commit", "tree", "blob"):
+            pairs.append(("h", rng.hexid(40)))
+        if pairs[1][1] == "blob":
+            pairs.append(("f", f"{rng.pick(['src', 'lib', 'doc'])}/{vocab.slug(rng, 1)}.{rng.pick(['c', 'py', 'md', 'h'])}"))
+    elif variant == "nagios":
+        cgi = rng.pick(["status.cgi", "extinfo.cgi", "history.cgi", "trends.cgi"])
+        path = f"/cgi-bin/{rng.pick(['nagios', 'nagios4', 'icinga'])}/{cgi}"
+        node = f"{rng.pick(['web', 'db', 'mail', 'app', 'cache'])}{rng.randrange(1, 30):02d}"
+        pairs = [("host", rng.pick([node, "all"]))] + [("type", str(rng.randrange(1, 3))), ("style", rng.pick(["detail", "overview", "summary"]))][: rng.randrange(0, 3)]
+    elif variant == "viewvc":
+        path = f"/cgi-bin/viewvc.cgi/{project}/{rng.pick(['trunk', 'branches/stable', 'tags/v1.2'])}/{vocab.slug(rng, 1)}.{rng.pick(['c', 'py', 'java', 'txt'])}"
+        pairs = [("view", rng.pick(["log", "markup", "co", "annotate"]))] + ([("revision", str(rng.randrange(100, 90000)))] if rng.chance(0.4) else [])
+    elif variant == "sympa":
+        path = rng.pick([f"/cgi-bin/wwsympa.fcgi/info/{lst}", f"/cgi-bin/wwsympa.fcgi/arc/{lst}/{rng.randrange(2015, 2027)}-{rng.randrange(1, 13):02d}/msg{rng.randrange(0, 999):05d}.html",
+                         "/cgi-bin/wwsympa.fcgi/lists"])  # fmt: skip
+        pairs = []
+    elif variant == "mt_search":
+        path = rng.pick(["/cgi-bin/mt/mt-search.cgi", "/cgi-bin/mt-search.cgi"])
+        pairs = [("search", params.value(rng, "search")), ("IncludeBlogs", str(rng.randrange(1, 9)))] + [("limit", str(rng.pick([10, 20, 50])))][: rng.randrange(0, 2)]
+    else:  # awstats: the report pages, not the configdir probe
+        path = rng.pick(["/cgi-bin/awstats.pl", "/cgi-bin/awstats/awstats.pl"])
+        pairs = [("config", host)] + [("output", rng.pick(["main", "alldomains", "allhosts", "lasthosts", "urldetail"])),
+                                      ("framename", "mainright"), ("month", str(rng.randrange(1, 13))), ("year", str(rng.randrange(2019, 2027)))][: rng.randrange(0, 4)]  # fmt: skip
+    d = start(ctx, rng.pick(["GET", "GET", "GET", "HEAD"]) if variant in ("viewvc", "gitweb") else "GET", path, "navigate", host=host)
+    query_slots(ctx, d, pairs)
     return d

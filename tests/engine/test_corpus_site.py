@@ -16,7 +16,8 @@ from engine.corpus import attacks, benign, layouts, richtext, scanners, session,
 from engine.corpus.pools import Pools
 from engine.corpus.rand import Rng
 from engine.corpus.scenes import Ctx, all_scenes
-from engine.corpus.scenes_site import CMS_FORM, CMS_JSON, CMS_VARIANTS, MOUNTS, SCANNER_MOUNTS
+from engine.corpus.scenes_site import CGI_APPS, CMS_FORM, CMS_JSON, CMS_VARIANTS, LEGACY_MOUNTS, MOUNTS, SCANNER_MOUNTS
+from engine.corpus.summary import Stats
 from engine.features import Features
 from engine.labels import STATIC_PREFIXES, is_static, route_label
 
@@ -139,16 +140,23 @@ def test_every_folder_a_probe_is_sent_under_is_also_a_benign_mount_kept_for_trai
     assert set(sc.variants) == set(MOUNTS)
 
 
+def scene_requests(name: str, variant: str, flag: str, seed: str, n: int = 40) -> list[Features]:
+    """n dressed requests of one scene variant, built with the pool flag `flag` on; each path has no empty segment."""
+    pools, out = Pools("train", texts=TEXTS, **{flag: True}), []
+    for i in range(n):
+        ctx = Ctx(Rng(seed, variant, i), pools)
+        d = all_scenes()[name].make(ctx, variant)
+        assert d.scene == f"{name}/{variant}" and "//" not in d.path
+        session.dress(ctx.rng, d, [])
+        out.append(features(d))
+    return out
+
+
 @pytest.mark.parametrize("folder", MOUNTS)
 def test_a_mounted_request_is_another_scenes_request_under_its_folder(folder):
-    pools, labels = Pools("train", texts=TEXTS, mounts=True), Counter()
-    sc = all_scenes()["mounted"]
-    for i in range(40):
-        ctx = Ctx(Rng("mount", folder, i), pools)
-        d = sc.make(ctx, folder)
-        assert d.scene == f"mounted/{folder}" and d.path.startswith(f"/{folder}/") and "//" not in d.path
-        session.dress(ctx.rng, d, [])
-        labels[route_label(features(d))[0]] += 1
+    made = scene_requests("mounted", folder, "mounts", "mount")
+    assert all(f.path.startswith(f"/{folder}/") for f in made)
+    labels = Counter(route_label(f)[0] for f in made)
     if folder == "public":  # /public/ holds assets: cached, unless the client asked for a fresh copy
         assert labels["cache"] >= 36 and labels["cache"] + labels["origin"] == 40
     else:
@@ -164,3 +172,29 @@ def test_the_mounts_flag_adds_them_to_both_sides_and_test_uses_only_held_out_fol
     assert test and {r["gen"] for r in test} <= held
     made = {flag: carrier_scenes("mounts", flag, "mpos", 600) for flag in (False, True)}
     assert made[False]["mounted"] == 0 and made[True]["mounted"] >= 3
+
+
+@pytest.mark.parametrize("app", CGI_APPS)
+def test_a_cgi_application_answers_under_cgi_bin_with_plain_values(app):
+    made = scene_requests("cgi_app", app, "legacy_folders", "cgi")
+    assert all(f.path.startswith("/cgi-bin/") and "<" not in f.query and ".." not in f.path and "|" not in f.query for f in made)
+    labels = Counter(route_label(f)[0] for f in made)
+    assert not labels["block"]
+    if app != "viewvc":  # dynamic pages: not cached (a ViewVC path ends in the file it shows, as a static path does)
+        assert labels["allow"] + labels["origin"] == 40
+
+
+def test_the_legacy_folders_flag_trains_every_folder_only_probes_used_and_holds_out_one_application():
+    assert all_scenes()["mounted_legacy"].held_out() == () and len(all_scenes()["cgi_app"].held_out()) == 1
+    held = f"cgi_app/{all_scenes()['cgi_app'].held_out()[0]}"
+    recs = list(benign.shape_records(Rng("l"), Pools("train", texts=TEXTS, legacy_folders=True), "train", 0.02, benign.LEGACY_SHAPES))
+    assert len(recs) == 90 and held not in {r["gen"] for r in recs}
+    stats = Stats()
+    for r in recs:
+        stats.add(r)
+    assert {"cgi-bin", *LEGACY_MOUNTS} <= set(stats.folders) and not any(c["attack"] for c in stats.folders.values())
+    test = list(benign.shape_records(Rng("l"), Pools("test", texts=TEXTS, legacy_folders=True), "test", 0.1, benign.LEGACY_SHAPES))
+    assert test and {r["gen"] for r in test} == {held}
+    made = {flag: carrier_scenes("legacy_folders", flag, "lpos", 600) for flag in (False, True)}
+    assert made[False]["cgi_app"] == made[False]["mounted_legacy"] == 0
+    assert made[True]["cgi_app"] + made[True]["mounted_legacy"] >= 3
