@@ -232,6 +232,12 @@ ATTACKS = [
     ("rce", q("tasklist /v /fo csv")),
     ("rce", q("netstat -ano | findstr 3389")),
     ("traversal", q("..", name="dir")),
+    # under a CGI folder, the shells, interpreters and classic vulnerable scripts probes ask for; an editor's connector
+    ("scanner", raw("GET", "/cgi-bin/test-cgi")),
+    ("scanner", raw("GET", "/cgi-bin/php5")),
+    ("scanner", raw("GET", "/cgi-bin//bash")),
+    ("scanner", raw("GET", "/fckeditor/editor/filemanager/connectors/php/upload.php")),
+    ("scanner", raw("GET", "/js/elfinder/php/connector.minimal.php")),
 ]
 
 
@@ -342,6 +348,15 @@ BENIGN = [
     ("js-function-in-post", js({"content": "```js\nconst f = function() { return version; };\nexport default f;\n```"})),
     ("mongo-docs-prose", form("In MongoDB, $regex matches strings and $ne means not equal; see the query operators page.")),
     ("jwt-param", q("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjMiLCJuYW1lIjoiQW5uYSJ9.c2lnbmF0dXJlLXNpZ25hdHVyZQ", name="token")),
+    # CGI applications of a site's own, and an editor's scripts that pages load (rules version 15)
+    ("koha-search", Features.build("GET", "/cgi-bin/koha/opac-search.pl", query="q=select+committee+report&idx=kw", headers=[UA])),
+    ("mailman-listinfo", raw("GET", "/cgi-bin/mailman/listinfo/users")),
+    ("bugzilla-buglist", Features.build("GET", "/cgi-bin/bugzilla/buglist.cgi", query="quicksearch=crash+on+startup", headers=[UA])),
+    ("viewvc-log", Features.build("GET", "/cgi-bin/viewvc.cgi/project/trunk/src/main.c", query="view=log", headers=[UA])),
+    ("awstats-report", Features.build("GET", "/cgi-bin/awstats.pl", query="config=www.example.org&output=main", headers=[UA])),
+    ("tinymce3-plugin", raw("GET", "/js/tiny_mce/plugins/table/editor_plugin.js")),
+    ("ckfinder-script", raw("GET", "/assets/ckfinder/ckfinder.js")),
+    ("joomla-unrewritten-url", raw("GET", "/index.php/component/content/article/12-news")),
 ]
 
 
