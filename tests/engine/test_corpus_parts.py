@@ -123,7 +123,7 @@ def test_evasion_transforms():
 def test_every_scene_with_enough_variants_holds_some_out():
     for sc in all_scenes().values():
         held = sc.held_out()
-        if len(sc.variants) >= 4:
+        if len(sc.variants) >= 4 and set(sc.keep) != set(sc.variants):  # mounted_legacy keeps all: training is its purpose
             assert held and not set(held) & set(sc.usable("train"))
         assert set(sc.usable("test")) == set(sc.variants)
 
