@@ -150,10 +150,6 @@ def mounted_legacy(ctx: Ctx, variant: str) -> Draft:
     return mount(ctx, variant)
 
 
-def _words(ctx: Ctx, most: int = 4) -> str:
-    return " ".join(vocab.slug(ctx.rng, 1) for _ in range(ctx.rng.randrange(1, most + 1)))
-
-
 @scene("cgi_app", CGI_APPS, "query path")
 def cgi_app(ctx: Ctx, variant: str) -> Draft:
     """A request to a CGI application under /cgi-bin/: catalogue and tracker searches, list pages, repository views."""
@@ -161,11 +157,9 @@ def cgi_app(ctx: Ctx, variant: str) -> Draft:
     project, lst = vocab.slug(rng, 1), rng.pick(["announce", "users", "devel", "general", "board", "members", vocab.slug(rng, 1)])
     host = vocab.domain(rng)
     if variant == "mailman" and rng.chance(0.25):
-        email = vocab.email(rng)
-        fields = [("email", email, "email"), ("fullname", vocab.full_name(rng), "name"), ("pw", rng.alnum(12), "fixed"),
+        fields = [("email", vocab.email(rng), "email"), ("fullname", vocab.full_name(rng), "name"), ("pw", rng.alnum(12), "fixed"),
                   ("pw-conf", "", "fixed"), ("digest", rng.pick(["0", "1"]), "fixed"), ("email-button", "Subscribe", "fixed")]  # fmt: skip
-        d = form_draft(ctx, f"/cgi-bin/mailman/subscribe/{lst}", fields, "fullname")
-        return d
+        return form_draft(ctx, f"/cgi-bin/mailman/subscribe/{lst}", fields, "fullname")
     if variant == "koha":
         if rng.chance(0.6):
             path, pairs = "/cgi-bin/koha/opac-search.pl", [("q", params.value(rng, "search"))]

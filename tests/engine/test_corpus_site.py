@@ -5,6 +5,7 @@ scanner probes use too."""
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import urllib.parse
@@ -20,6 +21,7 @@ from engine.corpus.scenes_site import CGI_APPS, CMS_FORM, CMS_JSON, CMS_VARIANTS
 from engine.corpus.summary import Stats
 from engine.features import Features
 from engine.labels import STATIC_PREFIXES, is_static, route_label
+from rules import RuleEngine
 
 TEXTS = {"prose": [{"text": "Hello there, select one of the options and drop me a line.", "kind": "prose"},
                    {"text": "Les résultats sont publiés chaque lundi à 9 h.", "kind": "prose"}],
@@ -140,6 +142,11 @@ def test_every_folder_a_probe_is_sent_under_is_also_a_benign_mount_kept_for_trai
     assert set(sc.variants) == set(MOUNTS)
 
 
+@functools.cache
+def rules() -> RuleEngine:
+    return RuleEngine.load()
+
+
 def scene_requests(name: str, variant: str, flag: str, seed: str, n: int = 40) -> list[Features]:
     """n dressed requests of one scene variant, built with the pool flag `flag` on; each path has no empty segment."""
     pools, out = Pools("train", texts=TEXTS, **{flag: True}), []
@@ -178,8 +185,8 @@ def test_the_mounts_flag_adds_them_to_both_sides_and_test_uses_only_held_out_fol
 def test_a_cgi_application_answers_under_cgi_bin_with_plain_values(app):
     made = scene_requests("cgi_app", app, "legacy_folders", "cgi")
     assert all(f.path.startswith("/cgi-bin/") and "<" not in f.query and ".." not in f.path and "|" not in f.query for f in made)
+    assert not [f.path for f in made if rules().evaluate(f).label == "block"]  # the default rules let a site's own CGI through
     labels = Counter(route_label(f)[0] for f in made)
-    assert not labels["block"]
     if app != "viewvc":  # dynamic pages: not cached (a ViewVC path ends in the file it shows, as a static path does)
         assert labels["allow"] + labels["origin"] == 40
 
