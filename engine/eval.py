@@ -7,7 +7,9 @@ routing accuracy, the 4-label confusion matrix, feature-tag precision/recall, an
 percentiles for single requests on one thread. `--family F` keeps the records the corpus generator made in
 family F (a run of segments of their `gen`) and adds per-family rows. With --rules, the decisions are the gateway's default
 ones (`rules.ensemble`): the default ruleset reads every request the model let through, and a rules block
-stands; the model's own figures are kept under "model".
+stands; the model's own figures are kept under "model". `--ruleset FILE` (repeatable) serves with that ruleset
+instead, or beside the default: the first ruleset named gives the served figures, and each other one is read on the
+same model verdicts (one model pass), its served figures and the decisions that differ listed under "rulesets".
 """
 
 from __future__ import annotations
@@ -177,11 +179,39 @@ def with_rules(verdicts: list, feats: list[Features], rules=None) -> list:
     return [rules.second_look(v, f) for v, f in zip(verdicts, feats)]
 
 
+def load_rulesets(rules: bool, rulesets: Iterable[str | Path]) -> list:
+    """The rule engines to serve with, in order: the default one when `rules`, then each ruleset file."""
+    from rules import RuleEngine
+
+    return ([RuleEngine.load()] if rules else []) + [RuleEngine.load(p) for p in rulesets]
+
+
+def compared(records: list[dict], feats: list[Features], verdicts: list, served: list, engine, path) -> dict:
+    """The served figures under another ruleset, and the decisions that differ from the first ruleset's
+    (`served`): attacks and benign requests it blocks that the first let through, and the other way round."""
+    out = {"rules": engine.model, "file": str(path) if path else None}
+    other = with_rules(verdicts, feats, engine)
+    figs = metrics(records, feats, other)
+    out.update({k: figs[k] for k in ("tpr", "fpr", "balanced_accuracy", "routing_accuracy", "per_class")})
+    diff = Counter()
+    for r, f, a, b in zip(records, feats, served, other):
+        if a.blocked != b.blocked:
+            side = "attacks" if truth(r, f) == "block" else "benign"
+            diff[f"{side}_{'blocked' if b.blocked else 'let_through'}"] += 1
+    out["differs"] = {k: diff[k] for k in ("attacks_blocked", "attacks_let_through", "benign_blocked",
+                                           "benign_let_through")}  # fmt: skip
+    return out
+
+
 def evaluate(bundle_path, data: str | Path, limit: int | None = None, threads: int = 1, progress=None,
-             rules: bool = False, families: Iterable[str] = ()) -> dict:  # fmt: skip
+             rules: bool = False, families: Iterable[str] = (), rulesets: Iterable[str | Path] = ()) -> dict:  # fmt: skip
     """The figures of one bundle on one file. `families`: only the records the generator made in them
-    (in_family), with a row of figures per family under "families"."""
-    families = tuple(families)
+    (in_family), with a row of figures per family under "families". `rules` serves with the default ruleset,
+    `rulesets` with these files (after the default one, when both are given): the first gives the served
+    figures, the others are compared with it on the same model verdicts."""
+    families, rulesets = tuple(families), list(rulesets)
+    engines = load_rulesets(rules, rulesets)  # before the model pass: a broken ruleset fails at once
+    files = ([None] if rules else []) + rulesets
     model = Model(bundles.load(bundle_path, allow_rejected=True), threads=threads)  # reading one is fine
     records = read_records(data, limit, families)
     if not records:
@@ -189,23 +219,23 @@ def evaluate(bundle_path, data: str | Path, limit: int | None = None, threads: i
     feats = [features_of(r) for r in records]
     t0 = time.time()
     verdicts, _, lengths = predict(model, feats, progress=progress)
-    alone = None
-    if rules:
-        from rules import RuleEngine
-
-        engine = RuleEngine.load()
+    alone, model_verdicts = None, verdicts
+    if engines:
         alone = metrics(records, feats, verdicts)
         if families:
             alone["families"] = family_figures(records, feats, verdicts, families)
-        verdicts = with_rules(verdicts, feats, engine)
+        verdicts = with_rules(verdicts, feats, engines[0])
     out = metrics(records, feats, verdicts)
     if families:
         out["families"] = family_figures(records, feats, verdicts, families)
     if alone is not None:
-        out["decided_by"] = "model + default rules (the gateway's ensemble)"
-        out["rules"] = engine.model  # served figures depend on the ruleset's version too
+        out["decided_by"] = f"model + {'default rules' if files[0] is None else files[0]} (the gateway's ensemble)"
+        out["rules"] = engines[0].model  # served figures depend on the ruleset's version too
         keep = ("tpr", "fpr", "balanced_accuracy", "routing_accuracy", "per_class") + (("families",) if families else ())
         out["model"] = {k: alone[k] for k in keep}
+        if len(engines) > 1:
+            out["rulesets"] = [compared(records, feats, model_verdicts, verdicts, e, p)
+                               for e, p in zip(engines[1:], files[1:])]  # fmt: skip
     out["seconds"] = round(time.time() - t0, 1)
     out["tokens_p50"] = int(np.median(lengths)) if lengths else 0
     out["latency"] = latency(model, feats)
@@ -226,6 +256,13 @@ def table(res: dict) -> str:
     ]
     if alone := res.get("model"):
         lines.insert(2, f"  model alone: attack TPR {100 * alone['tpr']:.2f} %   benign FPR {100 * alone['fpr']:.3f} %")
+        lines.insert(3, f"  served with {res['rules']}")
+    for i, o in enumerate(res.get("rulesets", ())):
+        d = o["differs"]
+        lines.insert(4 + i, f"  served with {o['rules']} instead: attack TPR {100 * o['tpr']:.2f} %   benign FPR "
+                            f"{100 * o['fpr']:.3f} %   routing {100 * (o['routing_accuracy'] or 0):.2f} %   differs: attacks "
+                            f"+{d['attacks_blocked']} -{d['attacks_let_through']}, benign blocked +{d['benign_blocked']} "
+                            f"-{d['benign_let_through']}")  # fmt: skip
     for fam, row in res.get("families", {}).items():
         lines.insert(len(lines) - 1, f"  {fam}: benign {row['blocked']} of {row['benign']} blocked, {row['routed']} routed as the policy says; "
                      f"attacks {row['caught']} of {row['attacks']} blocked")
@@ -246,6 +283,9 @@ def main(argv: Iterable[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--json", action="store_true", help="print JSON instead of the table")
     ap.add_argument("--rules", action="store_true", help="decide as the gateway does: the model, then the rules")
+    ap.add_argument("--ruleset", action="append", default=[], metavar="FILE",
+                    help="serve with this ruleset YAML (after the default one with --rules); each ruleset past the "
+                         "first is compared with it on the same model verdicts (repeatable)")
     ap.add_argument("--family", action="append", default=[],
                     help="only the records the corpus generator made in this family (a run of segments of their `gen`: "
                          "page_save, asset/typo3, text_post), with figures per family (repeatable)")
@@ -253,7 +293,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     results = []
     for data in args.data:
         res = evaluate(args.bundle, data, args.limit, args.threads, progress=lambda m: print(m, file=sys.stderr),
-                       rules=args.rules, families=args.family)  # fmt: skip
+                       rules=args.rules, families=args.family, rulesets=args.ruleset)  # fmt: skip
         results.append(res)
         if not args.json:
             print(table(res))

@@ -59,3 +59,42 @@ def test_families_select_records_by_whole_segments_of_their_gen(tmp_path, capsys
     assert "asset: benign" in capsys.readouterr().out
     with pytest.raises(ValueError, match="no records in the families nothing"):
         ev.evaluate(None, data, families=["nothing"])
+
+
+SQLI_ONLY = """
+name: sqli-only
+version: "1"
+threshold: 5
+rules:
+  - {id: union, targets: [args], transforms: [decode, lowercase], operator: {regex: "union\\\\s+select"}, tags: [sqli]}
+"""
+
+
+def test_another_ruleset_is_read_on_the_same_model_verdicts(tmp_path, capsys, monkeypatch):
+    data = tmp_path / "t.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    (rules := tmp_path / "sqli.yaml").write_text(SQLI_ONLY)
+    waved = Verdict("allow", 0.9, (), Source.MODEL, "m@1")  # a model that lets everything through
+    monkeypatch.setattr(ev, "predict", lambda model, feats, progress=None: ([waved] * len(feats), None, [9] * len(feats)))
+    res = ev.evaluate(None, data, rules=True, rulesets=[rules])
+    assert res["rules"].startswith("rules:clef-default@") and res["tpr"] == 1.0  # the default rules catch both
+    [other] = res["rulesets"]
+    assert other["rules"] == "rules:sqli-only@1" and other["file"] == str(rules)
+    assert other["tpr"] == 0.5 and other["per_class"]["path_traversal"]["tpr"] == 0.0
+    assert other["differs"] == {"attacks_blocked": 0, "attacks_let_through": 1, "benign_blocked": 0, "benign_let_through": 0}
+    alone = ev.evaluate(None, data, rulesets=[rules])  # served with that ruleset alone
+    assert alone["rules"] == "rules:sqli-only@1" and alone["tpr"] == 0.5 and "rulesets" not in alone
+    assert alone["decided_by"] == f"model + {rules} (the gateway's ensemble)"
+    assert ev.main(["--data", str(data), "--rules", "--ruleset", str(rules)]) == 0
+    assert "served with rules:sqli-only@1 instead: attack TPR 50.00 %" in capsys.readouterr().out
+
+
+def test_a_broken_ruleset_fails_before_the_model_reads_anything(tmp_path, monkeypatch):
+    from rules import RuleError
+
+    data = tmp_path / "t.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    (broken := tmp_path / "broken.yaml").write_text("name: x\nrules:\n  - {id: a, targets: [nowhere], operator: {regex: a}}\n")
+    monkeypatch.setattr(ev, "predict", lambda *a, **k: pytest.fail("the model ran before the ruleset was checked"))
+    with pytest.raises(RuleError):
+        ev.evaluate(None, data, rulesets=[broken])
