@@ -20,6 +20,9 @@ version of the code: what a change to the engine, not to the rules, costs and ga
 with --against).
 `--read-whole` decides as the gateway's second look does where the model read the whole request (a body over
 64 KiB read as its fields: RuleEngine.scan); without it, as the rules decide alone.
+`--margins` counts, for each rule, the blocks it decides: the requests that its score alone lifts to the threshold
+(without it they would pass), attacks by class and benign requests. A rule that decides many benign blocks and
+few attacks is where the false positives can fall; one that decides many attacks is what a change to it costs.
 """
 
 from __future__ import annotations
@@ -86,36 +89,49 @@ def _limited(it: Iterator, args: argparse.Namespace) -> list:
     return items[: args.limit] if args.limit else items
 
 
-_ENGINES: tuple = ()  # (engine, against or None, read_whole), per process
+_ENGINES: tuple = ()  # (engine, against or None, read_whole, margins), per process
 
 
-def _load(rules: str | None, against: str | None, read_whole: bool = False) -> None:
+def _load(rules: str | None, against: str | None, read_whole: bool = False, margins: bool = False) -> None:
     global _ENGINES
-    _ENGINES = (RuleEngine.load(rules), RuleEngine.load(against) if against else None, read_whole)
+    _ENGINES = (RuleEngine.load(rules), RuleEngine.load(against) if against else None, read_whole, margins)
 
 
-def _decide(item: tuple[Features, bool, bool | None]) -> tuple[bool, bool | None, float, tuple[str, ...]]:
+def deciding(engine: RuleEngine, result) -> tuple[str, ...]:
+    """The matching rules without which a blocked request would pass: its score less theirs is under the
+    threshold. None where the score is over the threshold by more than any one rule adds."""
+    if not result.blocked:
+        return ()
+    scores = {r.id: r.score for r in engine.rules}
+    return tuple(rid for rid in result.rules if result.score - scores[rid] < result.threshold)
+
+
+def _decide(item: tuple[Features, bool, bool | None]) -> tuple[bool, bool | None, float, tuple[str, ...], tuple[str, ...]]:
     """(blocked, blocked by the --against ruleset, or as --against-decisions recorded, or None; seconds; the
-    rules behind a block that is a false positive or a changed decision)."""
+    rules behind a block that is a false positive or a changed decision; with --margins, the rules that
+    decided a block)."""
     features, attack, recorded = item
-    engine, against, whole = _ENGINES
+    engine, against, whole, margins = _ENGINES
     t0 = time.perf_counter()
     blocked = engine.evaluate(features, whole).label == "block"
     seconds = time.perf_counter() - t0
     before = against.evaluate(features, whole).label == "block" if against is not None else recorded
     wanted = blocked and (not attack or (before is not None and not before))
-    return blocked, before, seconds, engine.scan(features, whole).rules if wanted else ()
+    result = engine.scan(features, whole) if wanted or (blocked and margins) else None
+    decided = deciding(engine, result) if margins and result is not None and blocked else ()
+    return blocked, before, seconds, result.rules if wanted else (), decided
 
 
 def _decisions(items: list, args: argparse.Namespace, engine: RuleEngine, against: RuleEngine | None,
-               recorded: list[bool] | None) -> Iterator[tuple[bool, bool | None, float, tuple[str, ...]]]:  # fmt: skip
+               recorded: list[bool] | None) -> Iterator[tuple[bool, bool | None, float, tuple[str, ...], tuple[str, ...]]]:  # fmt: skip
     global _ENGINES
     work = ((f, attack, recorded[i] if recorded else None) for i, (f, attack, *_) in enumerate(items))
+    margins = bool(getattr(args, "margins", False))
     if args.workers <= 1:
-        _ENGINES = (engine, against, args.read_whole)  # this process's engines; workers load their own
+        _ENGINES = (engine, against, args.read_whole, margins)  # this process's engines; workers load their own
         yield from map(_decide, work)
         return
-    with multiprocessing.Pool(args.workers, _load, (args.rules, args.against, args.read_whole)) as pool:
+    with multiprocessing.Pool(args.workers, _load, (args.rules, args.against, args.read_whole, margins)) as pool:
         yield from pool.imap(_decide, work, chunksize=64)
 
 
@@ -129,9 +145,12 @@ def run(args: argparse.Namespace) -> dict:
     times: list[float] = []
     fired: Counter = Counter()
     changed: Counter = Counter()
+    margins: dict[str, Counter] = defaultdict(Counter)  # rule → {class or "benign": blocks it decided}
     shown = {"fn": 0, "fp": 0, "changed": 0}
     decided = _decisions(items, args, engine, against, recorded)
-    for n, ((features, attack, cls, desc), (blocked, before, seconds, rules)) in enumerate(zip(items, decided), 1):
+    for n, ((features, attack, cls, desc), (blocked, before, seconds, rules, deciders)) in enumerate(zip(items, decided), 1):
+        for rid in deciders:
+            margins[rid][cls] += 1
         if sink is not None:
             sink.write(json.dumps([n - 1, cls, blocked]) + "\n")
         times.append(seconds)
@@ -151,6 +170,8 @@ def run(args: argparse.Namespace) -> dict:
     if sink is not None:
         sink.close()
     out = _report(per_class, times, fired)
+    if getattr(args, "margins", False):
+        out["margins"] = margin_table(margins)
     if against is not None or recorded is not None:
         out["against"] = {"rules": against.model if against is not None else f"decisions in {args.against_decisions}",
                           "changed": {f"{c}: now {how}": k for (c, how), k in sorted(changed.items())}}  # fmt: skip
@@ -196,6 +217,14 @@ def _report(per_class: dict, times: list[float], fired: Counter) -> dict:
     return out
 
 
+def margin_table(margins: dict[str, Counter]) -> dict:
+    """Per rule, the blocks it decided: benign requests, attacks, and attacks by class; most benign first."""
+    rows = {rid: {"benign": c["benign"], "attacks": sum(v for k, v in c.items() if k != "benign"),
+                  "classes": dict(sorted(((k, v) for k, v in c.items() if k != "benign"), key=lambda kv: -kv[1]))}
+            for rid, c in margins.items()}  # fmt: skip
+    return dict(sorted(rows.items(), key=lambda kv: (-kv[1]["benign"], -kv[1]["attacks"], kv[0])))
+
+
 def print_report(out: dict) -> None:
     print(f"{'class':<22}{'n':>8}{'blocked':>9}{'rate':>9}")
     for c, v in out["classes"].items():
@@ -208,6 +237,12 @@ def print_report(out: dict) -> None:
     print(f"evaluate(): median {out['median_ms']} ms, p99 {out['p99_ms']} ms")
     if out["fp_rules"]:
         print("rules behind false positives:", ", ".join(f"{k}={v}" for k, v in out["fp_rules"].items()))
+    if out.get("margins"):
+        print("blocks each rule decides (without it the request would pass), most benign first:")
+        print(f"  {'rule':<34}{'benign':>7}{'attacks':>9}  classes")
+        for rid, row in out["margins"].items():
+            top = ", ".join(f"{k} {v}" for k, v in list(row["classes"].items())[:3])
+            print(f"  {rid:<34}{row['benign']:>7}{row['attacks']:>9}  {top}")
     if "against" in out:
         changes = out["against"]["changed"]
         print(f"decisions that differ from {out['against']['rules']}:", ", ".join(f"{k} {v}" for k, v in changes.items()) or "none")
@@ -233,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--decisions", default=None, metavar="FILE", help="write each record's decision (index, class, blocked) to FILE")
     p.add_argument("--workers", type=int, default=1, metavar="N", help="decide in N processes")
     p.add_argument("--read-whole", action="store_true", help="as the second look reads a request the model read whole")
+    p.add_argument("--margins", action="store_true", help="count, for each rule, the blocks it decides (benign and attacks by class)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = p.parse_args(argv)
     out = run(args)

@@ -149,3 +149,31 @@ def test_read_whole_decides_as_the_second_look_does(tmp_path, capsys):
     data = write_jsonl(tmp_path / "big.jsonl", [record])
     assert run_json(capsys, "--data", data)["fpr"] == 1.0
     assert run_json(capsys, "--data", data, "--read-whole")["fpr"] == 0.0
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_margins_count_the_blocks_each_rule_decides(tmp_path, capsys, workers):
+    """Two warnings that block only together each decide that block; a critical rule beside a warning decides
+    alone (the warning's 3 leaves 5); a request over the threshold by more than any one rule is decided by none."""
+    rules = tmp_path / "r.yaml"
+    rules.write_text("threshold: 5\nrules:\n"
+                     "  - {id: crit, targets: [args], operator: {regex: crit}, tags: [sqli]}\n"
+                     "  - {id: crit2, targets: [args], operator: {regex: both}, tags: [sqli]}\n"
+                     "  - {id: warn1, targets: [args], operator: {regex: wone}, severity: warning}\n"
+                     "  - {id: warn2, targets: [args], operator: {regex: wtwo}, severity: warning}\n")
+    data = write_jsonl(tmp_path / "d.jsonl", [
+        {"method": "GET", "path": "/", "query": "q=crit", "label": "block", "attack_class": "sqli"},
+        {"method": "GET", "path": "/", "query": "q=crit+wone", "label": "block", "attack_class": "xss"},
+        {"method": "GET", "path": "/", "query": "q=wone+wtwo", "label": "benign"},
+        {"method": "GET", "path": "/", "query": "q=crit+both", "label": "block", "attack_class": "sqli"},
+        {"method": "GET", "path": "/", "query": "q=wone", "label": "benign"},  # 3 < 5: passes, decided by none
+    ])  # fmt: skip
+    out = run_json(capsys, "--data", data, "--rules", str(rules), "--margins", "--workers", str(workers))
+    assert out["margins"] == {
+        "warn1": {"benign": 1, "attacks": 0, "classes": {}},
+        "warn2": {"benign": 1, "attacks": 0, "classes": {}},
+        "crit": {"benign": 0, "attacks": 2, "classes": {"sqli": 1, "xss": 1}},
+    }
+    assert "margins" not in run_json(capsys, "--data", data, "--rules", str(rules))
+    assert rules_eval.main(["--data", data, "--rules", str(rules), "--margins"]) == 0
+    assert "blocks each rule decides" in capsys.readouterr().out
