@@ -16,6 +16,12 @@ it scores every request of `--data` once with the model alone (no rules, no cach
   that gives each fixed FPR on `--data` — what the other text would cost at the same operating point —
   and at the fixed thresholds.
 
+With `--served`, each request of `--data` is also decided by the default rules as the gateway's second look
+reads it, and the bundles are compared as served (a block by the model at a threshold, or by the rules): the
+served attack TPR at served benign FPRs the rules leave room for (the rules' own false positives are a floor no
+threshold goes under), and at the served false positives of the first bundle at its own threshold, so that a
+candidate is read at the operating point of the default whatever threshold its training calibrated.
+
 Writes roc.json and roc.png (TPR against FPR, log scale) under --out. A threshold read off this output
 is read off held-out data: use it to compare bundles, never to set a bundle's threshold.
 """
@@ -42,17 +48,77 @@ from engine.verdict import LABELS  # noqa: E402
 
 BLOCK = LABELS.index("block")
 FPRS = (0.0005, 0.001, 0.002, 0.005, 0.01)
+SERVED_FPRS = (0.002, 0.0025, 0.003, 0.005, 0.01)  # served, the rules' own false positives come first (0.16 % held out)
 THRESHOLDS = (0.95, 0.977, 0.99, 0.995, 0.998)
 
 
-def scores(model: Model, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Block probability, is-attack and attack class ("" for benign), per record of a request-shaped JSONL file."""
+def scores(model: Model, path: Path, served: bool = False, procs: int = 2):
+    """Block probability, is-attack and attack class ("" for benign), per record of a request-shaped JSONL file;
+    with `served`, also whether the default rules block each record as the gateway's second look reads it."""
     recs = [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
     feats = [features_of(r) for r in recs]
-    _, probs, _ = predict(model, feats)
+    verdicts, probs, _ = predict(model, feats)
     attack = np.array([truth(r, f) == "block" for r, f in zip(recs, feats)], dtype=bool)
     classes = np.array([(r.get("attack_class") or "other") if a else "" for r, a in zip(recs, attack)], dtype=object)
-    return np.asarray(probs)[:, BLOCK].astype(np.float64), attack, classes
+    p = np.asarray(probs)[:, BLOCK].astype(np.float64)
+    if not served:
+        return p, attack, classes
+    return p, attack, classes, rules_blocks(recs, [v.truncated for v in verdicts], procs)
+
+
+_RULES = None
+
+
+def _rules_block(item: tuple[dict, bool]) -> bool:
+    global _RULES
+    if _RULES is None:
+        from rules import RuleEngine
+
+        _RULES = RuleEngine.load()
+    rec, truncated = item
+    return _RULES.evaluate(features_of(rec), read_whole=not truncated).blocked
+
+
+def rules_blocks(recs: list[dict], truncated: list[bool], procs: int = 2) -> np.ndarray:
+    """Whether the default rules block each record where the model let it through (RuleEngine.second_look:
+    a request the model read whole is read as its fields)."""
+    items = list(zip(recs, truncated))
+    if procs <= 1:
+        return np.array([_rules_block(i) for i in items], dtype=bool)
+    from multiprocessing import Pool
+
+    with Pool(procs) as pool:
+        return np.array(pool.map(_rules_block, items, chunksize=256), dtype=bool)
+
+
+def served_threshold(p: np.ndarray, attack: np.ndarray, ruled: np.ndarray, allowed: int) -> float | None:
+    """The lowest threshold at which the model and the rules together block at most `allowed` benign requests;
+    None when the rules alone block more."""
+    room = allowed - int(ruled[~attack].sum())
+    if room < 0:
+        return None
+    return threshold_allowing(p[~attack & ~ruled], room)
+
+
+def served_rates(p: np.ndarray, attack: np.ndarray, ruled: np.ndarray, t: float) -> dict:
+    blocked = (p >= t) | ruled
+    return {"threshold": t, "tpr": float(blocked[attack].mean()), "fp": int(blocked[~attack].sum()),
+            "fpr": float(blocked[~attack].mean())}  # fmt: skip
+
+
+def served_figures(p: np.ndarray, attack: np.ndarray, ruled: np.ndarray, own: float, first_fp: int | None) -> dict:
+    """Served figures: at the bundle's own threshold, at each of SERVED_FPRS (None where the rules alone exceed
+    it), and at `first_fp` served false positives (the first bundle's at its own threshold)."""
+    n_ben = int((~attack).sum())
+    out = {"rules_benign": int(ruled[~attack].sum()), "rules_attacks": int(ruled[attack].sum()),
+           "own": served_rates(p, attack, ruled, own), "at_fpr": {}}  # fmt: skip
+    for f in SERVED_FPRS:
+        t = served_threshold(p, attack, ruled, int(np.floor(f * n_ben)))
+        out["at_fpr"][f"{100 * f:g}%"] = None if t is None else served_rates(p, attack, ruled, t)
+    k = out["own"]["fp"] if first_fp is None else first_fp
+    t = served_threshold(p, attack, ruled, k)
+    out["at_first_fp"] = None if t is None else {**served_rates(p, attack, ruled, t), "matched_fp": k}
+    return out
 
 
 def by_class(att: np.ndarray, classes: np.ndarray, thresholds: dict[str, float]) -> dict[str, dict]:
@@ -122,6 +188,25 @@ def print_classes(results: list[dict], at: str, min_n: int) -> None:
         print(f"  {c:22s} {first[c]['n']:6d} " + " ".join(cells))
 
 
+def print_served(results: list[dict]) -> None:
+    first = results[0]
+    print(f"served (the model at a threshold, or the default rules): the rules alone block {first['served']['rules_benign']} "
+          f"benign requests and {first['served']['rules_attacks']:,} attacks")  # fmt: skip
+    print(f"  {'bundle':24s} {'own threshold':>24s} " + " ".join(f"{k:>10s}" for k in SERVED_FPRS_LABELS)
+          + f" {'at the first bundle FP':>26s}")  # fmt: skip
+    for r in results:
+        s = r["served"]
+        own = f"{100 * s['own']['tpr']:.2f} % / {s['own']['fp']} FP"
+        cells = [f"{100 * v['tpr']:.2f}" if v else "-" for v in s["at_fpr"].values()]
+        m = s["at_first_fp"]
+        matched = f"{100 * m['tpr']:.2f} % / {m['fp']} FP" if m else "-"
+        print(f"  {r['bundle']:24s} {own:>24s} " + " ".join(f"{c:>10s}" for c in cells) + f" {matched:>26s}")
+    print("  (attack TPR at a served benign FPR; '-': the rules alone block more)")
+
+
+SERVED_FPRS_LABELS = [f"{100 * f:g}%" for f in SERVED_FPRS]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bundle", action="append", required=True, help="bundle folder, or DEFAULT (repeatable)")
@@ -132,6 +217,8 @@ def main() -> None:
     ap.add_argument("--class-fpr", default="0.1%", choices=[f"{100 * f:g}%" for f in FPRS],
                     help="the benign FPR at which the per-class table is printed (all are in roc.json)")
     ap.add_argument("--min-class", type=int, default=50, help="print classes with at least this many attacks")
+    ap.add_argument("--served", action="store_true",
+                    help="also compare as served: the model at a threshold or the default rules (second look)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
@@ -140,7 +227,7 @@ def main() -> None:
         t0 = time.time()
         b = bundles.load(None if name == "DEFAULT" else name)
         model = Model(b, threads=args.threads)
-        p, attack, classes = scores(model, args.data)
+        p, attack, classes, *ruled = scores(model, args.data, args.served, args.threads)
         if not attack.any() or attack.all():
             sys.exit(f"{args.data} needs both attacks and benign requests")
         ben, att = p[~attack], p[attack]
@@ -159,6 +246,9 @@ def main() -> None:
                 "at_data_fpr": {k: rate(q, v["threshold"]) for k, v in row["at_fpr"].items()},
                 "at_threshold": {f"{t:g}": rate(q, t) for t in (*THRESHOLDS, own)},
             }
+        if args.served:
+            first_fp = results[0]["served"]["own"]["fp"] if results else None
+            row["served"] = served_figures(p, attack, ruled[0], own, first_fp)
         row["curve"] = curve(p, attack)
         row["seconds"] = round(time.time() - t0, 1)
         results.append(row)
@@ -183,6 +273,8 @@ def main() -> None:
         print(f"  {r['bundle']:24s} " + " | ".join(cells))
     print("  (* the bundle's own threshold)")
     print_classes(results, args.class_fpr, args.min_class)
+    if args.served:
+        print_served(results)
     (args.out / "roc.json").write_text(json.dumps(results, indent=1) + "\n")
     png = chart(results, args.out)
     print(f"results: {args.out / 'roc.json'}" + (f", {png}" if png else ""))
