@@ -49,6 +49,7 @@ from engine.verdict import LABELS  # noqa: E402
 BLOCK = LABELS.index("block")
 FPRS = (0.0005, 0.001, 0.002, 0.005, 0.01)
 SERVED_FPRS = (0.002, 0.0025, 0.003, 0.005, 0.01)  # served, the rules' own false positives come first (0.16 % held out)
+SERVED_FPRS_LABELS = [f"{100 * f:g}%" for f in SERVED_FPRS]
 THRESHOLDS = (0.95, 0.977, 0.99, 0.995, 0.998)
 
 
@@ -80,8 +81,8 @@ def _rules_block(item: tuple[dict, bool]) -> bool:
 
 
 def rules_blocks(recs: list[dict], truncated: list[bool], procs: int = 2) -> np.ndarray:
-    """Whether the default rules block each record where the model let it through (RuleEngine.second_look:
-    a request the model read whole is read as its fields)."""
+    """Whether the default rules block each record, read as their second look reads it (RuleEngine.second_look:
+    a request the model read whole, `truncated` False, is read as its fields)."""
     items = list(zip(recs, truncated))
     if procs <= 1:
         return np.array([_rules_block(i) for i in items], dtype=bool)
@@ -203,8 +204,6 @@ def print_served(results: list[dict]) -> None:
         print(f"  {r['bundle']:24s} {own:>24s} " + " ".join(f"{c:>10s}" for c in cells) + f" {matched:>26s}")
     print("  (attack TPR at a served benign FPR; '-': the rules alone block more)")
 
-
-SERVED_FPRS_LABELS = [f"{100 * f:g}%" for f in SERVED_FPRS]
 
 
 def main() -> None:
