@@ -17,7 +17,8 @@ it scores every request of `--data` once with the model alone (no rules, no cach
   and at the fixed thresholds.
 
 With `--served`, each request of `--data` is also decided by the default rules as the gateway's second look
-reads it, and the bundles are compared as served (a block by the model at a threshold, or by the rules): the
+reads it, and the bundles are compared as served (a block by the model at a threshold, or by the rules; a model
+block of a page asset as a probe is the rules' to decide, as in the gateway): the
 served attack TPR at served benign FPRs the rules leave room for (the rules' own false positives are a floor no
 threshold goes under), and at the served false positives of the first bundle at its own threshold, so that a
 candidate is read at the operating point of the default whatever threshold its training calibrated.
@@ -29,6 +30,7 @@ is read off held-out data: use it to compare bundles, never to set a bundle's th
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -64,7 +66,12 @@ def scores(model: Model, path: Path, served: bool = False, procs: int = 2):
     p = np.asarray(probs)[:, BLOCK].astype(np.float64)
     if not served:
         return p, attack, classes
-    return p, attack, classes, rules_blocks(recs, [v.truncated for v in verdicts], procs)
+    from rules.engine import probe_of_asset
+
+    # a model block of a page asset as a probe is the rules' to decide (RuleEngine.second_look): the tags do not
+    # depend on the threshold, so whether a block would be handed over is known before the threshold moves
+    handed = np.array([probe_of_asset(dataclasses.replace(v, label="block"), f) for v, f in zip(verdicts, feats)], dtype=bool)
+    return p, attack, classes, rules_blocks(recs, [v.truncated for v in verdicts], procs), handed
 
 
 _RULES = None
@@ -92,33 +99,38 @@ def rules_blocks(recs: list[dict], truncated: list[bool], procs: int = 2) -> np.
         return np.array(pool.map(_rules_block, items, chunksize=256), dtype=bool)
 
 
-def served_threshold(p: np.ndarray, attack: np.ndarray, ruled: np.ndarray, allowed: int) -> float | None:
+def served_threshold(p: np.ndarray, attack: np.ndarray, ruled: np.ndarray, allowed: int,
+                     handed: np.ndarray | None = None) -> float | None:  # fmt: skip
     """The lowest threshold at which the model and the rules together block at most `allowed` benign requests;
-    None when the rules alone block more."""
+    None when the rules alone block more. `handed`: requests whose model block the rules decide instead."""
     room = allowed - int(ruled[~attack].sum())
     if room < 0:
         return None
-    return threshold_allowing(p[~attack & ~ruled], room)
+    mine = ~attack & ~ruled if handed is None else ~attack & ~ruled & ~handed
+    return threshold_allowing(p[mine], room)
 
 
-def served_rates(p: np.ndarray, attack: np.ndarray, ruled: np.ndarray, t: float) -> dict:
-    blocked = (p >= t) | ruled
+def served_rates(p: np.ndarray, attack: np.ndarray, ruled: np.ndarray, t: float, handed: np.ndarray | None = None) -> dict:
+    model = p >= t if handed is None else (p >= t) & ~handed
+    blocked = model | ruled
     return {"threshold": t, "tpr": float(blocked[attack].mean()), "fp": int(blocked[~attack].sum()),
             "fpr": float(blocked[~attack].mean())}  # fmt: skip
 
 
-def served_figures(p: np.ndarray, attack: np.ndarray, ruled: np.ndarray, own: float, first_fp: int | None) -> dict:
+def served_figures(p: np.ndarray, attack: np.ndarray, ruled: np.ndarray, own: float, first_fp: int | None,
+                   handed: np.ndarray | None = None) -> dict:  # fmt: skip
     """Served figures: at the bundle's own threshold, at each of SERVED_FPRS (None where the rules alone exceed
-    it), and at `first_fp` served false positives (the first bundle's at its own threshold)."""
+    it), and at `first_fp` served false positives (the first bundle's at its own threshold). `handed`: requests
+    whose model block would be the rules' to decide (a page asset called a probe)."""
     n_ben = int((~attack).sum())
     out = {"rules_benign": int(ruled[~attack].sum()), "rules_attacks": int(ruled[attack].sum()),
-           "own": served_rates(p, attack, ruled, own), "at_fpr": {}}  # fmt: skip
+           "own": served_rates(p, attack, ruled, own, handed), "at_fpr": {}}  # fmt: skip
     for f in SERVED_FPRS:
-        t = served_threshold(p, attack, ruled, int(np.floor(f * n_ben)))
-        out["at_fpr"][f"{100 * f:g}%"] = None if t is None else served_rates(p, attack, ruled, t)
+        t = served_threshold(p, attack, ruled, int(np.floor(f * n_ben)), handed)
+        out["at_fpr"][f"{100 * f:g}%"] = None if t is None else served_rates(p, attack, ruled, t, handed)
     k = out["own"]["fp"] if first_fp is None else first_fp
-    t = served_threshold(p, attack, ruled, k)
-    out["at_first_fp"] = None if t is None else {**served_rates(p, attack, ruled, t), "matched_fp": k}
+    t = served_threshold(p, attack, ruled, k, handed)
+    out["at_first_fp"] = None if t is None else {**served_rates(p, attack, ruled, t, handed), "matched_fp": k}
     return out
 
 
@@ -247,7 +259,7 @@ def main() -> None:
             }
         if args.served:
             first_fp = results[0]["served"]["own"]["fp"] if results else None
-            row["served"] = served_figures(p, attack, ruled[0], own, first_fp)
+            row["served"] = served_figures(p, attack, ruled[0], own, first_fp, ruled[1])
         row["curve"] = curve(p, attack)
         row["seconds"] = round(time.time() - t0, 1)
         results.append(row)

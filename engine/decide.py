@@ -52,6 +52,7 @@ class EngineSettings:
     reset_after_s: float = 30.0
     rules: str | None = None  # ruleset YAML; None = rules/default.yaml
     ensemble: bool = True  # the rules also read what the model let through, and their block stands
+    asset_probes: bool = True  # with the ensemble: a model block that only calls a page-asset request a probe is the rules' to decide
     overrides: tuple[dict, ...] = ()
     disabled: bool = False  # decisions off: every request gets the rules' routing label (for benchmarks)
     shared_cache_url: str = ""  # Redis URL of the cache shared by replicas; "" = none
@@ -162,7 +163,9 @@ class Decider:
         take part in every decision."""
         if self.model is None:
             return ""
-        return f"{self.model.id}+{self.rules.model}" if self.settings.ensemble else self.model.id
+        if not self.settings.ensemble:
+            return self.model.id
+        return f"{self.model.id}+{self.rules.model}" + ("" if self.settings.asset_probes else "+asset-blocks")
 
     async def decide(self, features: Features) -> Verdict:
         verdict = await self._decide(features)
@@ -198,7 +201,8 @@ class Decider:
             # learns slowly (and they read all of a body the model saw only part of). A rules block
             # stands; measured on the held-out split, the union gains ~10 points of attack recall for
             # ~0.16 point of false positives (bench/RESULTS.md).
-            verdict = await self._rules(lambda f: self.rules.second_look(verdict, f), features)
+            assets = self.settings.asset_probes
+            verdict = await self._rules(lambda f: self.rules.second_look(verdict, f, assets), features)
         self.cache.put(key, verdict)
         if self.shared is not None:
             self.shared.put(key, verdict)

@@ -7,7 +7,8 @@ routing accuracy, the 4-label confusion matrix, feature-tag precision/recall, an
 percentiles for single requests on one thread. `--family F` keeps the records the corpus generator made in
 family F (a run of segments of their `gen`) and adds per-family rows. With --rules, the decisions are the gateway's default
 ones (`rules.ensemble`): the default ruleset reads every request the model let through, and a rules block
-stands; the model's own figures are kept under "model". `--ruleset FILE` (repeatable) serves with that ruleset
+stands (a model block of a page asset as a mere probe is the rules' to decide); the model's own figures are kept
+under "model". `--ruleset FILE` (repeatable) serves with that ruleset
 instead, or beside the default: the first ruleset named gives the served figures, and each other one is read on the
 same model verdicts (one model pass), its served figures and the decisions that differ listed under "rulesets".
 """

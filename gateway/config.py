@@ -147,6 +147,7 @@ class RulesConfig:
     path: str | None = None  # ruleset YAML; null = the default rules shipped in the package
     overrides: tuple[dict, ...] = ()  # operator allow/deny rules, checked by the rule engine at start
     ensemble: bool = True  # the rules read what the model let through; a rules block stands
+    asset_probes: bool = True  # with the ensemble, a model block that only calls a page-asset request a probe is the rules' to decide
 
     def __post_init__(self) -> None:
         if self.path is not None:
@@ -277,6 +278,7 @@ class Config:
             rules=self.rules.path,
             overrides=self.rules.overrides,
             ensemble=self.rules.ensemble,
+            asset_probes=self.rules.asset_probes,
             disabled=not m.enabled,
             shared_cache_url=self.cache.redis.url,
             shared_cache_timeout_ms=self.cache.redis.timeout_ms,

@@ -2,7 +2,8 @@
 
 Input: Features. Output: `evaluate()` → Verdict (source RULES), `scan()` → RuleResult (score, rule ids,
 tags), `override()` → Verdict (source OVERRIDE) or None, `second_look()` → the model's verdict or the rules'
-block (the gateway's ensemble).
+block (the gateway's ensemble; a model block that only calls a request for a page asset a probe is the rules'
+to decide: `probe_of_asset`).
 
 Scoring is CRS-style anomaly scoring: every matching rule adds its score once (critical 5, error 4,
 warning 3, notice 2) and the request is blocked when the total reaches the ruleset's threshold (5 by
@@ -41,6 +42,29 @@ DEFAULT_PATH = Path(__file__).with_name("default.yaml")
 PER_PART = ("sqli", "xss")  # operators that read each value of a joined unit (rules/targets.py PER_KIND)
 _PARTS = ("parts",)  # the unit-cache key of a joined unit's values as units (no transform has that name)
 log = logging.getLogger(__name__)
+
+# What a page loads: stylesheets, scripts, images and fonts. Not archives, dumps, texts, maps or documents, which
+# are what probes look for (backups, source maps, changelogs).
+ASSET_EXTENSIONS = frozenset("css js mjs png jpg jpeg gif webp avif svg ico bmp woff woff2 ttf otf eot".split())
+
+
+def probe_of_asset(verdict: Verdict, features: Features) -> bool:
+    """A model block whose only attack tag is `scanner` (or none), of a GET or HEAD without a body for a page
+    asset by the extension of its last path segment, with no dot segment or dotfile on the way. Fetching a
+    public stylesheet or icon exploits nothing: what such a block stops is a site whose asset folders the
+    model has only seen probes ask for (TYPO3's typo3conf/ext/, a site under /site/: bench/RESULTS.md)."""
+    if features.method not in ("GET", "HEAD") or features.body:
+        return False
+    if any(t in ATTACK_FEATURES and t != "scanner" for t in verdict.features):
+        return False
+    path = features.path.split("?", 1)[0].lower()
+    if "%" in path or "\\" in path:
+        return False  # an encoded or backslashed path is not a plain asset URL
+    segments = path.split("/")
+    if any(seg.startswith(".") for seg in segments):
+        return False  # .., ./, .git/, .env
+    last = segments[-1]
+    return "." in last and last.rsplit(".", 1)[-1] in ASSET_EXTENSIONS
 
 __all__ = ["RuleEngine", "RuleError", "RuleResult", "confidence"]
 
@@ -206,10 +230,14 @@ class RuleEngine:
             result = RuleResult(0, (), (), self.threshold)
         return self.verdict(features, result)
 
-    def second_look(self, verdict: Verdict, features: Features) -> Verdict:
+    def second_look(self, verdict: Verdict, features: Features, assets: bool = True) -> Verdict:
         """The ensemble step: the rules read a request the model did not block, and their block stands;
         otherwise the model's verdict does. Where the model read the whole request, a large body is read
-        as the fields it holds (scan(read_whole=True))."""
+        as the fields it holds (scan(read_whole=True)). A model block that only calls a page asset request
+        a probe (`probe_of_asset`) is the rules' to decide: their block, or else their routing decision;
+        `assets` False keeps such a block (config `rules.asset_probes: false`)."""
+        if verdict.blocked and assets and probe_of_asset(verdict, features):
+            return self.evaluate(features, read_whole=not verdict.truncated)
         if verdict.blocked:
             return verdict
         ruled = self.evaluate(features, read_whole=not verdict.truncated)

@@ -133,3 +133,16 @@ async def test_the_rules_read_a_large_body_off_the_event_loop(clock):
     await d.decide(big)
     await d.decide(PAGE)
     assert seen[0] != threading.main_thread().name and seen[1] == threading.main_thread().name
+
+
+@pytest.mark.parametrize("asset_probes, label, source", [(True, "cache", Source.RULES), (False, "block", Source.MODEL)])
+async def test_a_model_block_of_a_page_asset_as_a_probe_goes_to_the_rules_unless_configured(clock, asset_probes, label, source):
+    css = Features.build("GET", "/typo3conf/ext/news/Resources/Public/Css/news.css",
+                         headers={"User-Agent": "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"})
+    d = make_decider(clock, FakeModel(scores={"block": 1.0}, features=("scanner",)), asset_probes=asset_probes)
+    v = await d.decide(css)
+    assert (v.label, v.source) == (label, source)
+    assert d.cache_id.endswith("+asset-blocks") is not asset_probes  # a decision cached under the other setting is not served
+    sqli = Features.build("GET", "/static/app.js", "q=1' UNION SELECT password FROM users--")
+    d2 = make_decider(clock, FakeModel(scores={"block": 1.0}, features=("sqli",)), asset_probes=asset_probes)
+    assert (await d2.decide(sqli)).label == "block"  # another attack tag: the model's block stands either way

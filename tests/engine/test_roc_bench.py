@@ -48,7 +48,7 @@ def test_a_run_on_the_default_model_writes_figures_and_a_chart(tmp_path):
     assert res["at_fpr"]["1%"]["tpr"] >= 0.9  # plain UNION SELECT in a query: the default model catches it
     assert res["by_class"]["sqli"]["n"] == 10 and res["by_class"]["sqli"]["at_fpr"]["1%"] == res["at_fpr"]["1%"]["tpr"]
     assert "attack TPR per class at a benign FPR of 0.1%" in run.stdout
-    served = res["served"]  # the default rules block every UNION SELECT and no garden chair
+    served = res["served"]  # the default rules block every UNION SELECT and no garden chair (no asset requests here)
     assert (served["rules_attacks"], served["rules_benign"]) == (10, 0) and served["own"] == {
         "threshold": res["own_threshold"], "tpr": 1.0, "fp": 0, "fpr": 0.0}
     assert "served (the model at a threshold, or the default rules)" in run.stdout
@@ -75,3 +75,6 @@ def test_served_figures_count_the_rules_blocks_first():
     assert s["at_fpr"]["1%"] is None  # 6 benign requests: 1 % allows none, and the rules already block one
     other = roc.served_figures(p, attack, ruled, own=0.5, first_fp=2)  # a candidate read at the first's 2 FP
     assert other["own"]["fp"] == 3 and other["at_first_fp"]["fp"] <= 2
+    handed = np.array([False, False, False, False, True, False, False, True, False, False])  # the rules decide these
+    h = roc.served_figures(p, attack, ruled, own=0.9, first_fp=None, handed=handed)
+    assert h["own"]["fp"] == 1 and h["own"]["tpr"] == 0.5  # the 0.97 benign goes, and so does the 0.98 attack

@@ -350,7 +350,8 @@ async def test_cookies_can_be_ignored_under_static_prefixes(make_gateway, upstre
                                ("GET", {"block": 1.0}, "BYPASS")],
 )  # fmt: skip
 async def test_other_decisions_and_unsafe_methods_bypass(make_gateway, upstream, clock, method, scores, status):
-    gw = await make_gateway(model=FakeModel(scores=scores), clock=clock)
+    # the block names an attack class: a model block of a page asset as a mere probe would be the rules' to decide
+    gw = await make_gateway(model=FakeModel(scores=scores, features=("xss",)), clock=clock)
     for _ in range(2):
         resp, _ = await get(gw, "/static/a.js", method=method)
         assert resp.headers["x-clef-cache"] == status

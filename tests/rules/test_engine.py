@@ -479,3 +479,46 @@ def test_the_rules_alone_read_every_field_past_the_4096th():
     bad, good = _form_pairs(8000, PAYLOADS["sqli"]), _form_pairs(8000, None)
     assert len(bad.body) > 200_000 and "sqli-libinjection" in engine.scan(bad).rules
     assert not engine.evaluate(good).blocked, engine.explain(good)
+
+
+UA = [("User-Agent", "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0")]
+
+
+@pytest.mark.parametrize("method, path, query, tags, body, rules_decide", [
+    ("GET", "/typo3conf/ext/news/Resources/Public/Css/news.css", "", ("scanner", "static"), b"", True),
+    ("HEAD", "/site/images/logo.svg", "v=3", ("scanner",), b"", True),
+    ("GET", "/components/com_x/assets/app.js", "", (), b"", True),  # a block with no attack tag at all
+    ("GET", "/typo3conf/ext/news/Resources/Public/Css/news.css", "", ("scanner", "xss"), b"", False),  # another class
+    ("POST", "/site/css/app.css", "", ("scanner",), b"a=1", False),
+    ("GET", "/site/.git/config", "", ("scanner",), b"", False),
+    ("GET", "/.well-known/../.env.css", "", ("scanner",), b"", False),  # a dot segment on the way
+    ("GET", "/site/%2e%2e/etc/passwd.css", "", ("scanner",), b"", False),  # encoded
+    ("GET", "/backup.zip", "", ("scanner",), b"", False),  # archives, dumps, texts and maps are what probes want
+    ("GET", "/static/js/main.js.map", "", ("scanner",), b"", False),
+    ("GET", "/wp-content/plugins/revslider/readme.txt", "", ("scanner",), b"", False),
+])  # fmt: skip
+def test_a_model_block_of_a_page_asset_as_a_probe_is_the_rules_to_decide(method, path, query, tags, body, rules_decide):
+    from engine.verdict import Verdict
+    from rules.engine import probe_of_asset
+
+    engine = RuleEngine.load()
+    f = Features.build(method, path, query, UA, body)
+    model = Verdict("block", 0.99, tags, Source.MODEL, "m@1")
+    assert probe_of_asset(model, f) is rules_decide
+    decided = engine.second_look(model, f)
+    if rules_decide:  # the default rules see a plain asset: its routing decision, said by the rules
+        assert decided.source is Source.RULES and decided.label == "cache"
+    else:
+        assert decided is model
+
+
+def test_the_rules_keep_blocking_a_probe_for_an_asset_that_they_recognise():
+    from engine.verdict import Verdict
+
+    engine = RuleEngine.load()
+    model = Verdict("block", 0.99, ("scanner",), Source.MODEL, "m@1")
+    scanner = Features.build("GET", "/site/css/app.css", "", [("User-Agent", "Nikto/2.5.0")])
+    decided = engine.second_look(model, scanner)
+    assert decided.blocked and decided.source is Source.RULES and "scanner" in decided.features
+    traversal = Features.build("GET", "/static/app.css", "file=../../../../etc/passwd", UA)
+    assert engine.second_look(model, traversal).blocked  # the query is still read
