@@ -217,7 +217,6 @@ def print_served(results: list[dict]) -> None:
     print("  (attack TPR at a served benign FPR; '-': the rules alone block more)")
 
 
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bundle", action="append", required=True, help="bundle folder, or DEFAULT (repeatable)")
@@ -238,7 +237,7 @@ def main() -> None:
         t0 = time.time()
         b = bundles.load(None if name == "DEFAULT" else name)
         model = Model(b, threads=args.threads)
-        p, attack, classes, *ruled = scores(model, args.data, args.served, args.threads)
+        p, attack, classes, *served = scores(model, args.data, args.served, args.threads)  # served: (ruled, handed)
         if not attack.any() or attack.all():
             sys.exit(f"{args.data} needs both attacks and benign requests")
         ben, att = p[~attack], p[attack]
@@ -259,7 +258,8 @@ def main() -> None:
             }
         if args.served:
             first_fp = results[0]["served"]["own"]["fp"] if results else None
-            row["served"] = served_figures(p, attack, ruled[0], own, first_fp, ruled[1])
+            ruled, handed = served
+            row["served"] = served_figures(p, attack, ruled, own, first_fp, handed)
         row["curve"] = curve(p, attack)
         row["seconds"] = round(time.time() - t0, 1)
         results.append(row)

@@ -97,12 +97,17 @@ def _load(rules: str | None, against: str | None, read_whole: bool = False, marg
     _ENGINES = (RuleEngine.load(rules), RuleEngine.load(against) if against else None, read_whole, margins)
 
 
+_SCORES: dict[int, dict[str, int]] = {}  # id(engine) → each rule's score, built once per engine
+
+
 def deciding(engine: RuleEngine, result) -> tuple[str, ...]:
     """The matching rules without which a blocked request would pass: its score less theirs is under the
-    threshold. None where the score is over the threshold by more than any one rule adds."""
+    threshold. Empty where the score is over the threshold by more than any one rule adds."""
     if not result.blocked:
         return ()
-    scores = {r.id: r.score for r in engine.rules}
+    scores = _SCORES.get(id(engine))
+    if scores is None:
+        scores = _SCORES[id(engine)] = {r.id: r.score for r in engine.rules}
     return tuple(rid for rid in result.rules if result.score - scores[rid] < result.threshold)
 
 
