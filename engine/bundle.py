@@ -1,7 +1,11 @@
 """Model bundles: a folder with `model.onnx` (int8), `tokenizer.json` and `bundle.json`.
 
 `load(path)` checks that the files exist, that their sha256 match what `bundle.json` records and that
-the manifest is complete, and raises BundleError with a message an operator can act on otherwise. A
+the manifest is complete, and raises BundleError with a message an operator can act on otherwise.
+`routing` says who routes the requests a bundle lets through: "policy" when every benign request it was
+trained on carries the written labelling policy's routing label (engine/labels.py; training checks, and
+then the routing head only learned that policy), "model" when its routing labels are its own (a site's
+marks) or it does not say. A
 fine-tuned bundle that its gate rejected (`gate.accepted: false`, engine/train/gate.py) is refused too,
 unless `allow_rejected` (evaluation may read it; the gateway never serves it by accident). The
 default bundle ships inside the package (engine/bundles/default), so the gateway works offline.
@@ -20,6 +24,7 @@ from engine.errors import BundleError
 DEFAULT_BUNDLE = Path(__file__).with_name("bundles") / "default"
 FILES = ("model.onnx", "tokenizer.json")
 CARRIED = ("weights.pt",)  # not served; recorded when present (engine/train/weights.py: what fine-tuning starts from)
+ROUTING = ("policy", "model")
 REQUIRED = ("name", "version", "labels", "features", "max_tokens", "window", "serialization", "sha256")
 
 
@@ -60,6 +65,11 @@ class Bundle:
     def thresholds(self) -> dict[str, float]:
         return dict(self.manifest.get("thresholds", {}))
 
+    @property
+    def routing(self) -> str:
+        """Who routes what the bundle lets through: "policy" or "model" (the module docstring)."""
+        return str(self.manifest.get("routing", "model"))
+
     def info(self) -> dict[str, Any]:
         m = self.manifest
         return {
@@ -70,6 +80,7 @@ class Bundle:
             "max_tokens": self.max_tokens,
             "window": self.window,
             "serialization": self.serialization,
+            "routing": self.routing,
             "path": str(self.path),
             "sha256": m["sha256"].get("model.onnx", ""),
             "trained_on": m.get("trained_on", {}),
@@ -94,6 +105,8 @@ def load(path: str | Path | None = None, allow_rejected: bool = False) -> Bundle
     missing = [k for k in REQUIRED if k not in manifest]
     if missing:
         raise BundleError(f"model bundle {folder}: bundle.json lacks {', '.join(missing)}")
+    if manifest.get("routing", "model") not in ROUTING:
+        raise BundleError(f"model bundle {folder}: bundle.json's routing must be policy or model, got {manifest['routing']!r}")
     gate = manifest.get("gate")
     if isinstance(gate, dict) and gate.get("accepted") is False and not allow_rejected:
         why = "; ".join(str(r) for r in gate.get("reasons") or ()) or "see gate in bundle.json"
@@ -125,6 +138,12 @@ def load(path: str | Path | None = None, allow_rejected: bool = False) -> Bundle
         )
     except (TypeError, ValueError) as err:
         raise BundleError(f"model bundle {folder}: bundle.json has a bad value ({err})") from None
+
+
+def routing_of(setting: str, bundle: Bundle) -> str:
+    """Who routes what the model lets through: the setting (`model.routing`: policy or model), or with "auto"
+    what the bundle records."""
+    return bundle.routing if setting == "auto" else setting
 
 
 def write_manifest(folder: Path, manifest: dict[str, Any]) -> dict[str, Any]:

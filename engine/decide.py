@@ -28,6 +28,7 @@ from engine.breaker import Breaker
 from engine.cache import DecisionCache
 from engine.errors import EngineError
 from engine.features import Features
+from engine.labels import by_policy
 from engine.model import Model
 from engine.shadow import Shadow
 from engine.shared_cache import SharedCache
@@ -60,6 +61,7 @@ class EngineSettings:
     shared_cache_prefix: str = "clef:decision:"
     shadow_bundle: str | None = None  # a second bundle deciding alongside, off the request's path; None = none
     shadow_max_pending: int = 64  # requests waiting for the shadow at most; more are dropped (counted)
+    routing: str = "auto"  # who routes what the model lets through: policy | model | auto (what the bundle records)
 
 
 class Predictor(Protocol):
@@ -73,24 +75,28 @@ class Predictor(Protocol):
 
 
 class ModelRunner:
-    """A loaded bundle behind the batcher."""
+    """A loaded bundle behind the batcher. With `routing` "policy", what the model lets through is routed by
+    the written labelling policy (engine.labels.by_policy) rather than by its routing head."""
 
-    def __init__(self, model: Model, max_batch: int, max_queue: int):
+    def __init__(self, model: Model, max_batch: int, max_queue: int, routing: str = "model"):
         self.model = model
         self.id = model.id
+        self.routing = routing
         self.batcher = Batcher(model, max_batch=max_batch, max_queue=max_queue)
 
     @classmethod
     def load(cls, settings: EngineSettings) -> "ModelRunner":
-        model = Model(bundles.load(settings.bundle), threads=settings.threads, max_tokens=settings.max_tokens)
+        bundle = bundles.load(settings.bundle)
+        model = Model(bundle, threads=settings.threads, max_tokens=settings.max_tokens)
         model.warm_up()
-        return cls(model, settings.max_batch, settings.max_queue)
+        return cls(model, settings.max_batch, settings.max_queue, bundles.routing_of(settings.routing, bundle))
 
     def info(self) -> dict[str, Any]:
-        return {**self.model.bundle.info(), "max_tokens": self.model.max_tokens}
+        return {**self.model.bundle.info(), "max_tokens": self.model.max_tokens, "routing": self.routing}
 
     async def predict(self, features: Features) -> Verdict:
-        return await self.batcher.predict(features)
+        verdict = await self.batcher.predict(features)
+        return by_policy(verdict, features) if self.routing == "policy" else verdict
 
     async def close(self) -> None:
         await self.batcher.close()
@@ -159,13 +165,14 @@ class Decider:
 
     @property
     def cache_id(self) -> str:
-        """What a cached decision depends on besides the request: the model, and the rules when they
-        take part in every decision."""
+        """What a cached decision depends on besides the request: the model (and who routes for it), and the
+        rules when they take part in every decision."""
         if self.model is None:
             return ""
+        model = self.model.id + ("+policy-routes" if getattr(self.model, "routing", "model") == "policy" else "")
         if not self.settings.ensemble:
-            return self.model.id
-        return f"{self.model.id}+{self.rules.model}" + ("" if self.settings.asset_probes else "+asset-blocks")
+            return model
+        return f"{model}+{self.rules.model}" + ("" if self.settings.asset_probes else "+asset-blocks")
 
     async def decide(self, features: Features) -> Verdict:
         verdict = await self._decide(features)

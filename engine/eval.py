@@ -7,8 +7,10 @@ routing accuracy, the 4-label confusion matrix, feature-tag precision/recall, an
 percentiles for single requests on one thread. `--family F` keeps the records the corpus generator made in
 family F (a run of segments of their `gen`) and adds per-family rows. With --rules, the decisions are the gateway's default
 ones (`rules.ensemble`): the default ruleset reads every request the model let through, and a rules block
-stands (a model block of a page asset as a mere probe is the rules' to decide); the model's own figures are kept
-under "model". `--ruleset FILE` (repeatable) serves with that ruleset
+stands (a model block of a page asset as a mere probe is the rules' to decide), and what the model lets through
+is routed as `model.routing` says (`--routing`; a bundle recording `routing: policy` is routed by the written
+policy, so its served routing errs only where a benign request is blocked); the model's own figures, its routing
+head's included, are kept under "model". `--ruleset FILE` (repeatable) serves with that ruleset
 instead, or beside the default: the first ruleset named gives the served figures, and each other one is read on the
 same model verdicts (one model pass), its served figures and the decisions that differ listed under "rulesets".
 """
@@ -28,6 +30,7 @@ import numpy as np
 
 from engine import bundle as bundles
 from engine.features import Features
+from engine.labels import by_policy
 from engine.labels import label as policy_label
 from engine.model import Encoded, Model
 from engine.verdict import LABELS
@@ -205,11 +208,14 @@ def compared(records: list[dict], feats: list[Features], verdicts: list, served:
 
 
 def evaluate(bundle_path, data: str | Path, limit: int | None = None, threads: int = 1, progress=None,
-             rules: bool = False, families: Iterable[str] = (), rulesets: Iterable[str | Path] = ()) -> dict:  # fmt: skip
+             rules: bool = False, families: Iterable[str] = (), rulesets: Iterable[str | Path] = (),
+             routing: str = "auto") -> dict:  # fmt: skip
     """The figures of one bundle on one file. `families`: only the records the generator made in them
     (in_family), with a row of figures per family under "families". `rules` serves with the default ruleset,
     `rulesets` with these files (after the default one, when both are given): the first gives the served
-    figures, the others are compared with it on the same model verdicts."""
+    figures, the others are compared with it on the same model verdicts. Served, what the model lets through
+    is routed as `model.routing` says (`routing`: auto, policy or model); the model's own figures are its
+    routing head's."""
     families, rulesets = tuple(families), list(rulesets)
     engines = load_rulesets(rules, rulesets)  # before the model pass: a broken ruleset fails at once
     files = ([None] if rules else []) + rulesets
@@ -221,10 +227,13 @@ def evaluate(bundle_path, data: str | Path, limit: int | None = None, threads: i
     t0 = time.time()
     verdicts, _, lengths = predict(model, feats, progress=progress)
     alone, model_verdicts = None, verdicts
+    routed = bundles.routing_of(routing, model.bundle)
     if engines:
         alone = metrics(records, feats, verdicts)
         if families:
             alone["families"] = family_figures(records, feats, verdicts, families)
+        if routed == "policy":
+            verdicts = model_verdicts = [by_policy(v, f) for v, f in zip(verdicts, feats)]
         verdicts = with_rules(verdicts, feats, engines[0])
     out = metrics(records, feats, verdicts)
     if families:
@@ -232,6 +241,7 @@ def evaluate(bundle_path, data: str | Path, limit: int | None = None, threads: i
     if alone is not None:
         out["decided_by"] = f"model + {'default rules' if files[0] is None else files[0]} (the gateway's ensemble)"
         out["rules"] = engines[0].model  # served figures depend on the ruleset's version too
+        out["routing"] = routed
         keep = ("tpr", "fpr", "balanced_accuracy", "routing_accuracy", "per_class") + (("families",) if families else ())
         out["model"] = {k: alone[k] for k in keep}
         if len(engines) > 1:
@@ -287,6 +297,9 @@ def main(argv: Iterable[str] | None = None) -> int:
     ap.add_argument("--ruleset", action="append", default=[], metavar="FILE",
                     help="serve with this ruleset YAML (after the default one with --rules); each ruleset past the "
                          "first is compared with it on the same model verdicts (repeatable)")
+    ap.add_argument("--routing", choices=("auto", "policy", "model"), default="auto",
+                    help="with --rules: who routes what the model lets through, as the gateway's model.routing (auto: "
+                         "what the bundle records)")
     ap.add_argument("--family", action="append", default=[],
                     help="only the records the corpus generator made in this family (a run of segments of their `gen`: "
                          "page_save, asset/typo3, text_post), with figures per family (repeatable)")
@@ -294,7 +307,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     results = []
     for data in args.data:
         res = evaluate(args.bundle, data, args.limit, args.threads, progress=lambda m: print(m, file=sys.stderr),
-                       rules=args.rules, families=args.family, rulesets=args.ruleset)  # fmt: skip
+                       rules=args.rules, families=args.family, rulesets=args.ruleset, routing=args.routing)  # fmt: skip
         results.append(res)
         if not args.json:
             print(table(res))

@@ -8,14 +8,20 @@ learn and apply one written policy:
             cookie on anything but a static asset), a personalised area, or a client asking for no-cache.
 - `cache`:  benign, GET/HEAD, no credentials, a static or public resource (by extension or folder).
 - `allow`:  benign, GET/HEAD/OPTIONS, dynamic public content.
+
+The routing half is a function of the request alone, so a model trained on labels this policy wrote can
+only approximate it; a bundle that records `routing: policy` (engine/bundle.py) has the policy route what
+it lets through (`by_policy`) and keeps to its real question, block or not.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Iterable
 
 from engine.features import Features
+from engine.verdict import LABELS, Source, Verdict
 
 ATTACK_FEATURES = (
     "sqli", "xss", "rce", "traversal", "ssrf", "xxe", "ssti", "nosqli", "ldapi", "xpathi", "jndi", "crlf",
@@ -101,3 +107,20 @@ def label(f: Features, attack_classes: Iterable[str | None] | None = None) -> tu
     if attack_classes is not None:
         return "block", attack_tags(attack_classes) + routing_tags
     return route, routing_tags
+
+
+def follows_policy(labelled: Iterable[tuple[Features, str]]) -> bool:
+    """Whether every benign label among (request, label) pairs is the routing decision this policy gives."""
+    return all(lab == "block" or route_label(f)[0] == lab for f, lab in labelled)
+
+
+def by_policy(verdict: Verdict, f: Features) -> Verdict:
+    """A model verdict that lets the request through, routed by this policy: its label and routing tags are
+    route_label's, and its confidence is the model's that the request is benign (1 - the block score),
+    since the route itself is certain. Blocks and verdicts of other sources are returned as they are."""
+    if verdict.blocked or verdict.source is not Source.MODEL:
+        return verdict
+    label, routing = route_label(f)
+    tags = tuple(t for t in verdict.features if t not in ROUTING_FEATURES) + routing
+    conf = 1.0 - verdict.scores[LABELS.index("block")] if len(verdict.scores) == len(LABELS) else verdict.confidence
+    return replace(verdict, label=label, features=tags, confidence=max(0.0, min(1.0, conf)))

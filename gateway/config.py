@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 MiB = 1 << 20
 LABELS = ("block", "cache", "origin", "allow")
+ROUTING = ("auto", "policy", "model")  # model.routing
 ACTIONS = ("block", "forward", "cache")  # cache: serve from the edge response cache, fill it on a miss
 DEFAULT_ACTIONS = {"block": "block", "cache": "cache", "origin": "forward", "allow": "forward"}
 MODES = ("enforce", "detect")
@@ -106,6 +107,7 @@ class ModelConfig:
     inspect_bytes: int = MiB  # body bytes read into memory and shown to the engine before deciding
     shadow_bundle: str | None = None  # a second bundle deciding live traffic off the path, only counted and journaled
     shadow_max_pending: int = 64  # requests waiting for the shadow model at most; more are dropped (counted)
+    routing: str = "auto"  # who routes what the model lets through: policy | model | auto (what the bundle records)
 
     def __post_init__(self) -> None:
         if self.bundle is not None:
@@ -113,6 +115,7 @@ class ModelConfig:
         if self.shadow_bundle is not None:
             check(Path(self.shadow_bundle).is_dir(), "shadow_bundle", "must be an existing folder", self.shadow_bundle)
         check(self.shadow_max_pending > 0, "shadow_max_pending", "must be > 0", self.shadow_max_pending)
+        check(self.routing in ROUTING, "routing", f"must be one of {', '.join(ROUTING)}", self.routing)
         for name in ("threads", "max_batch", "max_queue"):
             check(getattr(self, name) > 0, name, "must be > 0", getattr(self, name))
         check(self.max_tokens is None or self.max_tokens > 0, "max_tokens", "must be > 0", self.max_tokens)
@@ -285,6 +288,7 @@ class Config:
             shared_cache_prefix=self.cache.redis.prefix,
             shadow_bundle=m.shadow_bundle,
             shadow_max_pending=m.shadow_max_pending,
+            routing=m.routing,
         )
 
 

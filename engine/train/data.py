@@ -49,6 +49,16 @@ def canonical_parts(records: list[dict], workers: int = 2) -> list[tuple[str, st
         return pool.map(_canon, records, chunksize=512)
 
 
+def routing_of(path: str | Path, limit: int | None = None) -> str:
+    """What a bundle trained on `path` records as its routing (engine/bundle.py): "policy" when every benign
+    record's label is the one the written labelling policy gives it, so the routing head learned only that
+    policy, else "model"."""
+    from engine.eval import features_of
+    from engine.labels import follows_policy
+
+    return "policy" if follows_policy((features_of(r), r["label"]) for r in read_jsonl(path, limit)) else "model"
+
+
 @dataclass
 class Encoded:
     ids: list[np.ndarray]

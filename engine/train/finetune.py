@@ -161,6 +161,15 @@ def _inputs(args: argparse.Namespace) -> tuple[Any, Any, list[dict]]:
     return base, net, marks
 
 
+def routing_after(base_routing: str, marks: list[dict[str, Any]]) -> str:
+    """The fine-tuned bundle's `routing` (engine/bundle.py): the base's, unless a mark routes a request otherwise
+    than the written policy does. Such a mark must reach the gateway, and only the routing head learned it."""
+    from engine.eval import features_of
+    from engine.labels import follows_policy
+
+    return base_routing if follows_policy((features_of(r), r["label"]) for r in marks) else "model"
+
+
 def _run(args: argparse.Namespace) -> int:
     base, net, marks = _inputs(args)
     corpus, test_path = _corpus(args)
@@ -211,6 +220,7 @@ def _run(args: argparse.Namespace) -> int:
             quantization={"format": choice, "candidates": {k: m["figures"] for k, m in measured.items()},
                           "fp32_dev": fp32_dev},  # fmt: skip
             thresholds={"block": base.thresholds.get("block", 0.5)},
+            routing=routing_after(base.routing, marks),
             fine_tuned={"from": base.id, "from_sha256": base.manifest["sha256"].get("model.onnx", ""),
                         "feedback": str(args.feedback), "site_examples": len(site_train), "site_repeats": reps,
                         "site_held_out": len(site_held) if held_apart else 0, "replay": len(replay_train),

@@ -60,3 +60,18 @@ def test_truncated_model_with_matching_hash_fails_to_load(copy):
     bundles.write_manifest(copy, manifest)
     with pytest.raises(BundleError, match="cannot load"):
         Model(bundles.load(copy))
+
+
+def test_routing_is_what_the_bundle_records_and_model_when_it_says_nothing(copy):
+    assert bundles.load().routing == "policy"  # the default's routing labels are all the written policy's
+    assert bundles.load().info()["routing"] == "policy"
+    manifest = json.loads((copy / "bundle.json").read_text())
+    del manifest["routing"]
+    (copy / "bundle.json").write_text(json.dumps(manifest))
+    assert bundles.load(copy).routing == "model"  # a bundle from before the key: its head routes, as it did
+    assert bundles.routing_of("auto", bundles.load(copy)) == "model"
+    assert bundles.routing_of("policy", bundles.load(copy)) == "policy"
+    manifest["routing"] = "rules"
+    (copy / "bundle.json").write_text(json.dumps(manifest))
+    with pytest.raises(BundleError, match="routing must be policy or model, got 'rules'"):
+        bundles.load(copy)

@@ -4,6 +4,7 @@ import pytest
 
 from engine.decide import Decider, EngineSettings
 from engine.features import Features
+from engine.labels import route_label
 from engine.verdict import Source
 from tests.factories import FakeModel
 
@@ -146,3 +147,32 @@ async def test_a_model_block_of_a_page_asset_as_a_probe_goes_to_the_rules_unless
     sqli = Features.build("GET", "/static/app.js", "q=1' UNION SELECT password FROM users--")
     d2 = make_decider(clock, FakeModel(scores={"block": 1.0}, features=("sqli",)), asset_probes=asset_probes)
     assert (await d2.decide(sqli)).label == "block"  # another attack tag: the model's block stands either way
+
+
+LET_THROUGH = [
+    Features.build("GET", "/static/js/app.3f2c9a.js", headers={"Cookie": "_ga=GA1.2.3", "User-Agent": "Mozilla/5.0"}),
+    Features.build("POST", "/api/cart", body='{"sku": "A-12", "qty": 2}', headers={"Content-Type": "application/json"}),
+    Features.build("GET", "/account/orders", headers={"User-Agent": "Mozilla/5.0"}),
+    PAGE,
+]
+
+
+@pytest.mark.parametrize("routing, expect", [("auto", "policy"), ("policy", "policy"), ("model", "model")])
+async def test_what_the_real_model_lets_through_is_routed_as_configured(clock, routing, expect):
+    d = make_decider(clock, timeout_ms=5000, routing=routing, ensemble=False)
+    try:
+        assert d.model.routing == expect and d.health()["model"]["routing"] == expect
+        assert d.cache_id.endswith("+policy-routes") is (expect == "policy")  # no decision crosses a change
+        m = d.model.model
+        for f in LET_THROUGH:
+            v = await d.decide(f)
+            assert v.source is Source.MODEL and not v.blocked
+            labels, feats = m.run([m.encode(f)])
+            head = m.verdict(labels[0], feats[0])
+            if expect == "policy":
+                assert (v.label, v.features) == route_label(f)
+                assert v.confidence == pytest.approx(1 - head.scores[0], abs=1e-3)
+            else:
+                assert v.label == head.label
+    finally:
+        await d.close()

@@ -15,7 +15,7 @@ from engine.features import Features  # noqa: E402
 from engine.journal import Journal  # noqa: E402
 from engine.journal_writer import Entry, JournalSettings, row  # noqa: E402
 from engine.train import weights  # noqa: E402
-from engine.train.finetune import sample_lines, split_site  # noqa: E402
+from engine.train.finetune import routing_after, sample_lines, split_site  # noqa: E402
 from engine.train.net import ClefNet, vocab_size  # noqa: E402
 from engine.verdict import Source, Verdict  # noqa: E402
 from gateway import cli  # noqa: E402
@@ -93,6 +93,13 @@ def test_site_marks_are_held_out_by_label():
     assert [r["query"] for r in split_site(renamed, seed=1)[1]] == [r["query"] for r in held]
     single = [_mark("x", "allow", "q=1")]
     assert split_site(single, seed=1) == (single, single, False)  # nothing to hold out: the gate says so
+
+
+def test_a_mark_that_routes_otherwise_than_the_policy_hands_routing_to_the_model():
+    blocked_search = [_mark("b0", "allow", "q=mugs"), _mark("a0", "block", "q=1'--")]  # the policy's own route
+    assert routing_after("policy", blocked_search) == "policy"
+    assert routing_after("model", blocked_search) == "model"  # a base whose head routes keeps it
+    assert routing_after("policy", blocked_search + [_mark("b1", "origin", "q=mugs")]) == "model"  # the site's word
 
 
 def test_a_request_marked_twice_falls_on_one_side():

@@ -49,6 +49,7 @@ def test_pipeline_writes_a_verified_int8_bundle(corpus, tmp_path):
     assert m["quantization"]["format"] in ("dynamic", "static")
     assert 0.5 <= m["thresholds"]["block"] <= 0.99
     assert m["trained_on"]["train_sha256"] and m["trained_on"]["records"] > 0
+    assert m["routing"] == "policy" and b.routing == "policy"  # the corpus's routing labels are the policy's
     assert "device" not in m["trained_on"]  # a CPU run's manifest reads as before; only another device is named
     assert set(m["eval"]["test"]) >= {"tpr", "fpr", "per_class", "latency"}
     model = Model(b)
@@ -63,6 +64,18 @@ def test_pipeline_writes_a_verified_int8_bundle(corpus, tmp_path):
     ids = torch.from_numpy(model.encode(Features.build("GET", "/search", "q=shoes")).ids[None, :])
     ids = torch.nn.functional.pad(ids, (0, model.padded_length(ids.shape[1]) - ids.shape[1]))
     assert np.abs(net(ids)[0].detach().numpy() - labels).max() < 0.1
+
+
+def test_a_corpus_whose_routing_labels_are_the_policy_s_trains_a_policy_routed_bundle(corpus, tmp_path):
+    from engine.train.data import routing_of
+
+    assert routing_of(corpus / "train.jsonl") == "policy"
+    rows = [json.loads(line) for line in (corpus / "train.jsonl").read_text().splitlines()]
+    benign = next(i for i, r in enumerate(rows) if r["label"] != "block")
+    rows[benign]["label"] = "origin" if rows[benign]["label"] != "origin" else "allow"  # a site's own routing label
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert routing_of(tmp_path / "train.jsonl") == "model"
+    assert routing_of(tmp_path / "train.jsonl", limit=benign) == "policy"  # a --limit run reads what it trains on
 
 
 def test_a_bundle_without_weights_cannot_be_fine_tuned(tmp_path):

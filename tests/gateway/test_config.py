@@ -72,6 +72,7 @@ def test_example_spells_out_every_key():
         ("origin: {host: client}", "origin.host: must be origin or preserve, got 'client'"),
         ("mode: audit", "mode: must be enforce or detect, got 'audit'"),
         ("rules: {asset_probes: sometimes}", "rules.asset_probes: must be true or false, got string 'sometimes'"),
+        ("model: {routing: rules}", "model.routing: must be one of auto, policy, model, got 'rules'"),
         ("actions: {block: {action: drop}}", "actions.block.action: must be one of block, forward, cache"),
         ("actions: {allow: {min_confidence: 1.5}}", "actions.allow.min_confidence: must be between 0 and 1"),
         ("actions: {block_response: {status: 200}}", "actions.block_response.status: must be a 4xx or 5xx"),

@@ -98,6 +98,7 @@ async def test_journal_feedback_retrain_shadow_promote_rollback(trained, serve, 
         assert await asyncio.to_thread(cli.main, argv) == 0, capsys.readouterr()
         report = json.loads((new / "bundle.json").read_text())["gate"]
         assert report["accepted"] and report["held_out"]["tpr_drop"] <= 0.002
+        assert json.loads((new / "bundle.json").read_text())["routing"] == "policy"  # the marks route as the policy does
         assert report["held_out"]["base"]["attacks"] == 120 and report["site"]["held_out"]
         assert report["site"]["base"]["false_positives"] == report["site"]["benign"] > 0
         assert report["site"]["candidate"]["false_positives"] == 0 and report["site"]["rules_block"] == 0
