@@ -1,14 +1,15 @@
 """Model bundles: a folder with `model.onnx` (int8), `tokenizer.json` and `bundle.json`.
 
 `load(path)` checks that the files exist, that their sha256 match what `bundle.json` records and that
-the manifest is complete, and raises BundleError with a message an operator can act on otherwise.
-`routing` says who routes the requests a bundle lets through: "policy" when every benign request it was
-trained on carries the written labelling policy's routing label (engine/labels.py; training checks, and
-then the routing head only learned that policy), "model" when its routing labels are its own (a site's
-marks) or it does not say. A
+the manifest is complete, and raises BundleError with a message an operator can act on otherwise. A
 fine-tuned bundle that its gate rejected (`gate.accepted: false`, engine/train/gate.py) is refused too,
 unless `allow_rejected` (evaluation may read it; the gateway never serves it by accident). The
 default bundle ships inside the package (engine/bundles/default), so the gateway works offline.
+
+`routing` says who routes the requests a bundle lets through: "policy" when every benign request it was
+trained on carries the written labelling policy's routing label (engine/labels.py; training checks, and
+then the routing head only learned that policy), "model" when its routing labels are its own (a site's
+marks) or it does not say.
 """
 
 from __future__ import annotations
