@@ -105,7 +105,7 @@ def train_base(corpus: Path, out: Path, epochs: float = 20.0, seed: int = 1) -> 
     from engine.canonical import VERSION
     from engine.labels import FEATURES
     from engine.train import calibrate, weights
-    from engine.train.data import canonical_parts, encode_records, read_jsonl, routing_of
+    from engine.train.data import canonical_parts, corpus_routing, encode_records, read_jsonl
     from engine.train.loop import TrainConfig, predict, set_seed, train
     from engine.train.net import ClefNet
     from engine.train.tokenizer import train_tokenizer
@@ -130,7 +130,7 @@ def train_base(corpus: Path, out: Path, epochs: float = 20.0, seed: int = 1) -> 
     bundles.write_manifest(out, {
         "name": "tiny-default", "version": "0.0.1", "labels": list(LABELS), "features": list(FEATURES),
         "max_tokens": 4096, "window": net.window, "serialization": VERSION, "architecture": net.config,
-        "quantization": {"format": choice}, "thresholds": {"block": 0.5}, "routing": routing_of(corpus / "train.jsonl"),
+        "quantization": {"format": choice}, "thresholds": {"block": 0.5}, "routing": corpus_routing(corpus / "train.jsonl"),
         "trained_on": {"corpus": str(corpus), "records": len(records), "train_max_tokens": 256, **run},
     })  # fmt: skip
     return out

@@ -31,7 +31,7 @@ from engine import bundle as bundles
 from engine.canonical import VERSION as CANONICAL_VERSION
 from engine.labels import FEATURES
 from engine.train import add_int8_argument, calibrate, weights
-from engine.train.data import Encoded, canonical_parts, encode_records, progress, read_jsonl, routing_of
+from engine.train.data import Encoded, canonical_parts, corpus_routing, encode_records, progress, read_jsonl
 from engine.train.loop import TrainConfig, predict, set_seed, train
 from engine.train.net import ClefNet, Ensemble
 from engine.train.tokenizer import train_tokenizer
@@ -197,7 +197,7 @@ def package(net, dev_data, dev_ruled, fp32_dev: dict, out: Path, args, trained_o
         "architecture": net.config,
         "quantization": {"format": choice, "candidates": {k: m["figures"] for k, m in measured.items()}, "fp32_dev": fp32_dev},
         "thresholds": {"block": round(threshold, 6)},
-        "routing": routing_of(Path(args.corpus) / "train.jsonl", args.limit),
+        "routing": corpus_routing(Path(args.corpus) / "train.jsonl", args.limit),
         "dev_with_rules": union,
         "trained_on": trained_on,
         "sha256": {},

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from multiprocessing import Pool
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import numpy as np
 
@@ -49,14 +49,19 @@ def canonical_parts(records: list[dict], workers: int = 2) -> list[tuple[str, st
         return pool.map(_canon, records, chunksize=512)
 
 
-def routing_of(path: str | Path, limit: int | None = None) -> str:
-    """What a bundle trained on `path` records as its routing (engine/bundle.py): "policy" when every benign
-    record's label is the one the written labelling policy gives it, so the routing head learned only that
-    policy, else "model"."""
+def follow_policy(records: Iterable[dict]) -> bool:
+    """Whether every benign record's label (corpus records, or a site's marks) is the routing decision the
+    written labelling policy gives it: then a routing head trained on them learned only that policy."""
     from engine.eval import features_of
     from engine.labels import follows_policy
 
-    return "policy" if follows_policy((features_of(r), r["label"]) for r in read_jsonl(path, limit)) else "model"
+    return follows_policy((features_of(r), r["label"]) for r in records)
+
+
+def corpus_routing(path: str | Path, limit: int | None = None) -> str:
+    """What a bundle trained on `path` records as its routing (engine/bundle.py): "policy" when its records
+    follow the policy (follow_policy), else "model"."""
+    return "policy" if follow_policy(read_jsonl(path, limit)) else "model"
 
 
 @dataclass

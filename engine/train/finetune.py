@@ -164,10 +164,9 @@ def _inputs(args: argparse.Namespace) -> tuple[Any, Any, list[dict]]:
 def routing_after(base_routing: str, marks: list[dict[str, Any]]) -> str:
     """The fine-tuned bundle's `routing` (engine/bundle.py): the base's, unless a mark routes a request otherwise
     than the written policy does. Such a mark must reach the gateway, and only the routing head learned it."""
-    from engine.eval import features_of
-    from engine.labels import follows_policy
+    from engine.train.data import follow_policy
 
-    return base_routing if follows_policy((features_of(r), r["label"]) for r in marks) else "model"
+    return base_routing if follow_policy(marks) else "model"
 
 
 def _run(args: argparse.Namespace) -> int:

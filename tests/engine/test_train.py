@@ -67,15 +67,15 @@ def test_pipeline_writes_a_verified_int8_bundle(corpus, tmp_path):
 
 
 def test_a_corpus_whose_routing_labels_are_the_policy_s_trains_a_policy_routed_bundle(corpus, tmp_path):
-    from engine.train.data import routing_of
+    from engine.train.data import corpus_routing
 
-    assert routing_of(corpus / "train.jsonl") == "policy"
+    assert corpus_routing(corpus / "train.jsonl") == "policy"
     rows = [json.loads(line) for line in (corpus / "train.jsonl").read_text().splitlines()]
     benign = next(i for i, r in enumerate(rows) if r["label"] != "block")
     rows[benign]["label"] = "origin" if rows[benign]["label"] != "origin" else "allow"  # a site's own routing label
     (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert routing_of(tmp_path / "train.jsonl") == "model"
-    assert routing_of(tmp_path / "train.jsonl", limit=benign) == "policy"  # a --limit run reads what it trains on
+    assert corpus_routing(tmp_path / "train.jsonl") == "model"
+    assert corpus_routing(tmp_path / "train.jsonl", limit=benign) == "policy"  # a --limit run reads what it trains on
 
 
 def test_a_bundle_without_weights_cannot_be_fine_tuned(tmp_path):
