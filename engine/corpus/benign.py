@@ -10,7 +10,8 @@ them where it belongs.
 - with `--mounts` (Pools.mounts), assets, pages and searches of sites served from a folder (/public/, /wordpress/,
   /app/, /shop/, ...): group `gen:mounted/<folder>`;
 - with `--legacy-folders` (Pools.legacy_folders), CGI applications under /cgi-bin/ and sites under /site/,
-  /include(s)/ and /components/: group `gen:cgi_app/<app>`, `gen:mounted_legacy/<folder>`;
+  /include(s)/ and /components/: group `gen:cgi_app/<app>`, `gen:mounted_legacy/<folder>`, and CGI programs named
+  with ordinary words, `gen:cgi_script/<variant>`;
 - with `lookalikes` (`python -m engine.corpus --lookalikes`), generated lookalikes (engine.corpus.lookalikes):
   joined phrases and command questions in search boxes and text fields, opaque tokens in query, form, JSON
   and cookie positions, health and status checks from monitors and programs;
@@ -37,7 +38,7 @@ SHAPES = {"page": 18000, "static": 17000, "search": 7000, "api_read": 9000, "api
 DATA = {"text": 32000, "hardneg": 8000, "values": 9000, "agents": 2500}
 SITE_SHAPES = {"asset": 6000, "page_save": 4000}  # with --site-layouts (engine.corpus.scenes_site)
 MOUNT_SHAPES = {"mounted": 3000}  # with --mounts (engine.corpus.scenes_site.mounted)
-LEGACY_SHAPES = {"cgi_app": 2500, "mounted_legacy": 2000}  # with --legacy-folders (engine.corpus.scenes_site)
+LEGACY_SHAPES = {"cgi_app": 2500, "mounted_legacy": 2000, "cgi_script": 2000}  # with --legacy-folders (engine.corpus.scenes_site)
 LOOKALIKES = {"joined": 3000, "howto": 2000, "token": 3000, "probe": 2000}
 TEST_SHARE = 0.15
 

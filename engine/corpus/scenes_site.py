@@ -206,3 +206,46 @@ def cgi_app(ctx: Ctx, variant: str) -> Draft:
     d = start(ctx, rng.pick(["GET", "GET", "GET", "HEAD"]) if variant in ("viewvc", "gitweb") else "GET", path, "navigate", host=host)
     query_slots(ctx, d, pairs)
     return d
+
+
+# The CGI programs of applications no scene names (`--legacy-folders`): a model trained with the nine applications
+# above still read /cgi-bin/ as a probe wherever the program's name was not one of them (Mailman, held out, was blocked
+# outright; so was any /cgi-bin/<word>/<word>). Named with ordinary words, so the name of what is asked for, not the
+# folder, is what a probe is told by; the classic probe scripts are the rules' (scanner-cgi-probes). Three variants,
+# all trained: the test split and its held-out application are what they were.
+CGI_SCRIPTS = ("script", "app", "pathinfo")
+CGI_ACTIONS = ("view", "list", "show", "search", "browse", "detail", "summary", "index", "display", "page", "archive", "info")
+
+
+def cgi_name(ctx: Ctx) -> str:
+    rng = ctx.rng
+    words = [vocab.slug(ctx.rng, 1) for _ in range(rng.pick([1, 1, 2]))]
+    return rng.pick(["", "_", "-"]).join(words)
+
+
+@scene("cgi_script", CGI_SCRIPTS, "query path form")
+def cgi_script(ctx: Ctx, variant: str) -> Draft:
+    """A CGI program under /cgi-bin/ (now and then /cgi/) named with ordinary words: a script (/cgi-bin/stock.pl), a
+    program in its application's folder (/cgi-bin/library/find.cgi), or a program's path info
+    (/cgi-bin/board.fcgi/archive/garden); a third ask with no query (a list page, an application's front page), one in
+    eight posts its form."""
+    rng = ctx.rng
+    folder = "/cgi/" if rng.chance(0.1) else "/cgi-bin/"
+    ext = rng.pick(["", ".cgi", ".cgi", ".pl", ".pl", ".py", ".fcgi"])
+    if variant == "script":
+        path = f"{folder}{cgi_name(ctx)}{ext or '.cgi'}"
+    elif variant == "app":
+        path = f"{folder}{cgi_name(ctx)}/{cgi_name(ctx)}{ext}"
+    else:
+        path = f"{folder}{cgi_name(ctx)}{ext}/{rng.pick(CGI_ACTIONS)}" + rng.pick(["", f"/{vocab.slug(rng, 1)}", f"/{rng.randrange(1, 99999)}"])
+    if rng.chance(0.125):
+        fields = [("name", vocab.full_name(rng), "name"), ("email", vocab.email(rng), "email"), (rng.pick(["message", "comments", "text"]), vocab.title(rng), "text"),
+                  (rng.pick(["submit", "send", "action"]), rng.pick(["Send", "Submit", "Subscribe", "save"]), "fixed")]  # fmt: skip
+        return form_draft(ctx, path, fields[: rng.randrange(2, 5)], "name")
+    pairs: list[tuple[str, str]] = []
+    if rng.chance(0.67):
+        pairs = [(rng.pick(["action", "a", "mode", "op", "do", "view"]), rng.pick(CGI_ACTIONS))][: rng.randrange(0, 2)]
+        pairs += params.benign_pairs(rng, rng.randrange(1, 4))
+    d = start(ctx, "HEAD" if rng.chance(0.05) else "GET", path, "navigate")
+    query_slots(ctx, d, pairs)
+    return d

@@ -17,7 +17,7 @@ from engine.corpus import attacks, benign, layouts, richtext, scanners, session,
 from engine.corpus.pools import Pools
 from engine.corpus.rand import Rng
 from engine.corpus.scenes import Ctx, all_scenes
-from engine.corpus.scenes_site import CGI_APPS, CMS_FORM, CMS_JSON, CMS_VARIANTS, LEGACY_MOUNTS, MOUNTS, SCANNER_MOUNTS
+from engine.corpus.scenes_site import CGI_APPS, CGI_SCRIPTS, CMS_FORM, CMS_JSON, CMS_VARIANTS, LEGACY_MOUNTS, MOUNTS, SCANNER_MOUNTS
 from engine.corpus.summary import Stats
 from engine.features import Features
 from engine.labels import STATIC_PREFIXES, is_static, route_label
@@ -191,11 +191,23 @@ def test_a_cgi_application_answers_under_cgi_bin_with_plain_values(app):
         assert labels["allow"] + labels["origin"] == 40
 
 
+@pytest.mark.parametrize("variant", CGI_SCRIPTS)
+def test_a_cgi_program_of_no_named_application_is_plain_and_passes_the_rules(variant):
+    made = scene_requests("cgi_script", variant, "legacy_folders", "cgis")
+    assert all(f.path.startswith(("/cgi-bin/", "/cgi/")) and "<" not in f.query and ".." not in f.path for f in made)
+    assert not [f.path for f in made if rules().evaluate(f).label == "block"]
+    names = {f.path.split("/")[2] for f in made}
+    assert len(names) >= 30 and not names & set(CGI_APPS)  # ordinary words, none of the named applications
+    assert sum(not f.query and f.method != "POST" for f in made) >= 5  # a front page or list page asks with no query
+    assert Counter(route_label(f)[0] for f in made)["cache"] == 0  # a program's answer is dynamic
+
+
 def test_the_legacy_folders_flag_trains_every_folder_only_probes_used_and_holds_out_one_application():
     assert all_scenes()["mounted_legacy"].held_out() == () and len(all_scenes()["cgi_app"].held_out()) == 1
     held = f"cgi_app/{all_scenes()['cgi_app'].held_out()[0]}"
     recs = list(benign.shape_records(Rng("l"), Pools("train", texts=TEXTS, legacy_folders=True), "train", 0.02, benign.LEGACY_SHAPES))
-    assert len(recs) == 90 and held not in {r["gen"] for r in recs}
+    assert len(recs) == 130 and held not in {r["gen"] for r in recs}
+    assert {r["gen"] for r in recs if r["gen"].startswith("cgi_script/")} == {f"cgi_script/{v}" for v in CGI_SCRIPTS}
     stats = Stats()
     for r in recs:
         stats.add(r)
