@@ -219,7 +219,7 @@ CGI_ACTIONS = ("view", "list", "show", "search", "browse", "detail", "summary", 
 
 def cgi_name(ctx: Ctx) -> str:
     rng = ctx.rng
-    words = [vocab.slug(ctx.rng, 1) for _ in range(rng.pick([1, 1, 2]))]
+    words = [vocab.slug(rng, 1) for _ in range(rng.pick([1, 1, 2]))]
     return rng.pick(["", "_", "-"]).join(words)
 
 
