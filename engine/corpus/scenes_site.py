@@ -209,8 +209,8 @@ def cgi_app(ctx: Ctx, variant: str) -> Draft:
 
 
 # The CGI programs of applications no scene names (`--legacy-folders`): a model trained with the nine applications
-# above still read /cgi-bin/ as a probe wherever the program's name was not one of them (Mailman, held out, was blocked
-# outright; so was any /cgi-bin/<word>/<word>). Named with ordinary words, so the name of what is asked for, not the
+# above still read /cgi-bin/ as a probe wherever the program's name was not one of them (every GET of Mailman, held
+# out, was blocked; so was any /cgi-bin/<word>/<word>). Named with ordinary words, so the name of what is asked for, not the
 # folder, is what a probe is told by; the classic probe scripts are the rules' (scanner-cgi-probes). Three variants,
 # all trained: the test split and its held-out application are what they were.
 CGI_SCRIPTS = ("script", "app", "pathinfo")
