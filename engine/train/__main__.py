@@ -178,7 +178,7 @@ def package(net, dev_data, dev_ruled, fp32_dev: dict, out: Path, args, trained_o
     calibrate the block threshold on the dev split beside the rules, and write model.onnx, weights.pt and
     bundle.json to `out` (tokenizer.json is already there). Training and `engine.train.ensemble` both end here."""
     progress("[5/6] export and int8 quantisation")
-    choice, measured = calibrate.int8(net, dev_data, fp32_dev, out / "model.onnx", args.seed, form=args.int8)
+    choice, measured = calibrate.int8(net, dev_data, fp32_dev, out / "model.onnx", args.seed, form=args.int8, layout=args.int8_layout)
     alone = calibrate.alone_scorer(out / "model.onnx", dev_data, net.window)
     threshold, dev_scores = calibrate.settled_threshold(measured[choice]["probs"], dev_data.labels, args.target_fpr, dev_ruled, alone)
     union = calibrate.figures(dev_scores, dev_data.labels, threshold, dev_ruled)
@@ -195,7 +195,7 @@ def package(net, dev_data, dev_ruled, fp32_dev: dict, out: Path, args, trained_o
         "inputs": {"input_ids": "int64 [batch, length], length a multiple of window, 0 = padding"},
         "outputs": {"label_probs": "softmax over labels", "feature_probs": "sigmoid per feature"},
         "architecture": net.config,
-        "quantization": {"format": choice, "candidates": {k: m["figures"] for k, m in measured.items()}, "fp32_dev": fp32_dev},
+        "quantization": calibrate.quantization_record(choice, measured, fp32_dev, args.int8_layout),
         "thresholds": {"block": round(threshold, 6)},
         "routing": corpus_routing(Path(args.corpus) / "train.jsonl", args.limit),
         "dev_with_rules": union,

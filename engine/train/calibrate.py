@@ -62,6 +62,13 @@ def measure_onnx(path: Path, data: Encoded, window: int) -> dict:
     }
 
 
+def quantization_record(choice: str, measured: dict[str, dict], fp32_dev: dict, layout: str) -> dict:
+    """bundle.json's "quantization": the format served, the dynamic model's weight layout when that is the one
+    (bundles without it are u8), and the dev figures of every candidate and of fp32."""
+    return {"format": choice, **({"layout": layout} if choice == "dynamic" else {}),
+            "candidates": {k: m["figures"] for k, m in measured.items()}, "fp32_dev": fp32_dev}  # fmt: skip
+
+
 PREFERRED = "dynamic"  # no calibration data in the graph; bench/model.py measured it as fast as static or faster
 SPEED_MARGIN = 0.2  # another variant must be this much faster to be chosen: one timing on a shared machine is noise
 
@@ -146,10 +153,11 @@ def threshold_allowing(scores: np.ndarray, allowed: int) -> float:
 
 
 def int8(net, dev: Encoded, fp32_dev: dict, dest: Path, seed: int,
-         log: Callable[[str], None] = progress, form: str = "auto") -> tuple[str, dict[str, dict]]:  # fmt: skip
+         log: Callable[[str], None] = progress, form: str = "auto", layout: str = "s8") -> tuple[str, dict[str, dict]]:  # fmt: skip
     """Export `net` (a ClefNet), quantise it dynamically and statically (activations calibrated on up to 256
     dev sequences), measure both on `dev`, and copy the one `choose` keeps to `dest`, or the `form` asked for
-    (the choice reads timings, which a loaded machine can tip). (choice, measured)."""
+    (the choice reads timings, which a loaded machine can tip). `layout`: the dynamic model's weights
+    (engine.train.export.LAYOUTS). (choice, measured)."""
     from engine.train.export import export_onnx, quantize_dynamic, quantize_static
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -158,7 +166,7 @@ def int8(net, dev: Encoded, fp32_dev: dict, dest: Path, seed: int,
         calib = [dev.ids[i] for i in rng.sample(range(len(dev.ids)), min(256, len(dev.ids)))]
         calib = [c[:1024] for c in calib]
         candidates = {
-            "dynamic": quantize_dynamic(fp32, Path(tmp) / "dynamic.onnx", per_channel=False),
+            "dynamic": quantize_dynamic(fp32, Path(tmp) / "dynamic.onnx", per_channel=False, layout=layout),
             "static": quantize_static(fp32, Path(tmp) / "static.onnx", calib, net.window),
         }
         measured = {k: measure_onnx(p, dev, net.window) for k, p in candidates.items()}

@@ -20,6 +20,7 @@ from pathlib import Path
 from engine import bundle as bundles
 from engine.errors import BundleError
 from engine.train import add_int8_argument
+from engine.train.data import progress
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -62,15 +63,12 @@ def check_members(members: list[bundles.Bundle], train_sha256: str) -> dict:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from engine.train import calibrate, weights
-    from engine.train.__main__ import announce, canonical_cached, file_sha256, finish, package, split_dev
-    from engine.train.data import encode_records, progress, read_jsonl
-    from engine.train.loop import predict
+    from engine.train import weights
+    from engine.train.__main__ import announce, file_sha256
     from engine.train.net import Ensemble
-    from tokenizers import Tokenizer
 
     t_start = time.time()
-    corpus, out = Path(args.corpus), Path(args.out)
+    corpus = Path(args.corpus)
     try:
         members = [bundles.load(m) for m in args.member]
         train_sha256 = file_sha256(corpus / "train.jsonl")  # 0.9 GB for the default corpus: read once
@@ -80,34 +78,48 @@ def main(argv=None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     args.seed, args.dev_split, args.max_tokens, args.limit = shared["seed"], shared["dev_split"], shared["max_tokens"], None
-    out.mkdir(parents=True, exist_ok=True)
-    progress(f"[1/6] {len(members)} bundles, {len(net.members)} networks: {', '.join(b.id for b in members)}; reading {corpus / 'train.jsonl'}")
-    records = list(read_jsonl(corpus / "train.jsonl"))
-    train_recs, dev_recs = split_dev(records, 0.05, args.seed, args.dev_split)
-    progress(f"  {len(dev_recs):,} dev requests (the members' own, held out from all of them)")
-    progress("[2/6] canonical text; the members' tokenizer")
-    dev_parts = canonical_cached(corpus / "train.jsonl", train_sha256, dev_recs, args, "dev")
-    (out / "tokenizer.json").write_bytes(members[0].tokenizer_path.read_bytes())
-    tokenizer = Tokenizer.from_file(str(out / "tokenizer.json"))
-    progress("[3/6] encoding")
-    dev_data = encode_records(dev_recs, tokenizer, args.max_tokens, args.threads, progress, dev_parts)
-    dev_ruled = calibrate.rules_blocks(dev_recs, dev_data.cut)
-    n_train, n_dev = len(train_recs), len(dev_recs)
-    del records, train_recs, dev_parts
-    progress("[4/6] no training: the members' weights, averaged in one graph")
-    dev_probs, _ = predict(net, dev_data)
-    fp32_dev = calibrate.figures(dev_probs, dev_data.labels, 0.5)
     trained_on = {
-        "corpus": str(corpus), "train_sha256": train_sha256, "records": n_train,
-        "dev_records": n_dev, "seed": args.seed, "dev_split": args.dev_split,
+        "corpus": str(corpus), "train_sha256": train_sha256, "seed": args.seed, "dev_split": args.dev_split,
         "members": [{"id": b.id, "sha256": b.manifest.get("sha256", {}), "trained_on": b.manifest.get("trained_on", {})}
                     for b in members],
     }  # fmt: skip
-    choice, threshold = package(net, dev_data, dev_ruled, fp32_dev, out, args, trained_on)
-    finish(out, corpus, args.install)
-    announce(out, args, t_start)
+    progress(f"[1/6] {len(members)} bundles, {len(net.members)} networks: {', '.join(b.id for b in members)}; reading {corpus / 'train.jsonl'}")
+    choice, threshold = repackage(net, members[0].tokenizer_path, args, trained_on, "[4/6] no training: the members' weights, averaged in one graph")
+    announce(Path(args.out), args, t_start)
     print(f"  {len(net.members)} networks from {len(members)} bundles; int8 {choice}; block threshold {threshold:.4f}")
     return 0
+
+
+def repackage(net, tokenizer: Path, args, trained_on: dict, step4: str) -> tuple[str, float]:
+    """The rest of steps [1/6] to [6/6] for weights trained before: the dev split of their training run (`args.seed` and
+    `args.dev_split` over `args.corpus`'s train.jsonl), their tokenizer, int8, block threshold and bundle.json
+    as training makes them (package), then the held-out evaluation (finish). `trained_on` gets the split's sizes."""
+    from engine.train import calibrate
+    from engine.train.__main__ import canonical_cached, finish, package, split_dev
+    from engine.train.data import encode_records, read_jsonl
+    from engine.train.loop import predict
+    from tokenizers import Tokenizer
+
+    corpus, out = Path(args.corpus), Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    records = list(read_jsonl(corpus / "train.jsonl"))
+    train_recs, dev_recs = split_dev(records, 0.05, args.seed, args.dev_split)
+    progress(f"  {len(dev_recs):,} dev requests (held out from the weights' training)")
+    progress("[2/6] canonical text; the weights' tokenizer")
+    dev_parts = canonical_cached(corpus / "train.jsonl", trained_on["train_sha256"], dev_recs, args, "dev")
+    (out / "tokenizer.json").write_bytes(Path(tokenizer).read_bytes())
+    tok = Tokenizer.from_file(str(out / "tokenizer.json"))
+    progress("[3/6] encoding")
+    dev_data = encode_records(dev_recs, tok, args.max_tokens, args.threads, progress, dev_parts)
+    dev_ruled = calibrate.rules_blocks(dev_recs, dev_data.cut)
+    trained_on.update(records=len(train_recs), dev_records=len(dev_recs))
+    del records, train_recs, dev_parts
+    progress(step4)
+    dev_probs, _ = predict(net, dev_data)
+    fp32_dev = calibrate.figures(dev_probs, dev_data.labels, 0.5)
+    choice, threshold = package(net, dev_data, dev_ruled, fp32_dev, out, args, trained_on)
+    finish(out, corpus, args.install)
+    return choice, threshold
 
 
 if __name__ == "__main__":

@@ -3,6 +3,17 @@
 Two int8 variants are made and measured: dynamic (weights int8, activations quantised on the fly) and
 static (activations calibrated on corpus samples, QDQ format). The caller keeps the one that measures best
 on held-out data and speed.
+
+A dynamic model's weights come in one of two layouts (`LAYOUTS`):
+- `s8` (since 0.11.1): the linear layers' weights signed 8-bit held to 7 bits (ONNX Runtime's `reduce_range`),
+  the depthwise convolutions left in fp32. ONNX Runtime multiplies unsigned activations by signed weights with the
+  CPU's int8 dot-product instructions (AVX-512 VNNI, AVX-VNNI) where it has them; on CPUs without them the
+  products are summed in pairs in 16 bits, where full-range signed weights could saturate and 7-bit ones cannot
+  (255 · 64 · 2 < 32,768), so the same file scores the same on every x86 CPU. Its integer convolution with signed
+  weights is slow (seven times the fp32 convolution of the default's 64 channels at 256 tokens), so the convolutions
+  stay fp32: 320 weights each. Measured on a 2-core EPYC (AVX-512 VNNI), 0.11.0's weights, one thread: 0.742 ->
+  0.590 ms at 256 tokens, 2.75 -> 2.15 ms at 1,024 (bench/RESULTS.md).
+- `u8` (0.11.0 and earlier): every weight unsigned 8-bit, convolutions included.
 """
 
 from __future__ import annotations
@@ -53,12 +64,28 @@ def activation_matmuls(fp32: Path) -> list[str]:
     return [n.name for n in graph.node if n.op_type == "MatMul" and not any(i in consts for i in n.input)]
 
 
-def quantize_dynamic(fp32: Path, out: Path, per_channel: bool = True) -> Path:
+LAYOUTS = ("s8", "u8")  # dynamic int8 weight layouts, the default first (see the module's docstring)
+
+
+def convolutions(fp32: Path) -> list[str]:
+    import onnx
+
+    return [n.name for n in onnx.load(str(fp32)).graph.node if n.op_type == "Conv"]
+
+
+def quantize_dynamic(fp32: Path, out: Path, per_channel: bool = True, layout: str = LAYOUTS[0]) -> Path:
+    from onnxruntime.quantization import QuantType
     from optimum.onnxruntime.configuration import AutoQuantizationConfig
 
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown int8 layout {layout!r}: one of {', '.join(LAYOUTS)}")
+    signed = layout == "s8"
     qconfig = AutoQuantizationConfig.avx2(
-        is_static=False, per_channel=per_channel, nodes_to_exclude=activation_matmuls(fp32)
-    )
+        is_static=False, per_channel=per_channel, reduce_range=signed,
+        nodes_to_exclude=activation_matmuls(fp32) + (convolutions(fp32) if signed else []),
+    )  # fmt: skip
+    if signed:
+        qconfig.weights_dtype = QuantType.QInt8
     return _save(_quantizer(fp32), qconfig, out)
 
 

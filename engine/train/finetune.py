@@ -208,7 +208,7 @@ def _run(args: argparse.Namespace) -> int:
     partial.mkdir(parents=True)
     try:
         shutil.copyfile(base.tokenizer_path, partial / "tokenizer.json")
-        choice, measured = calibrate.int8(net, dev_data, fp32_dev, partial / "model.onnx", args.seed, form=args.int8)
+        choice, measured = calibrate.int8(net, dev_data, fp32_dev, partial / "model.onnx", args.seed, form=args.int8, layout=args.int8_layout)
         weights.save(net, partial)
         marked = json.dumps([args.seed, sorted((r["id"], r["label"]) for r in marks)]).encode()
         digest = hashlib.blake2b(marked, digest_size=4).hexdigest()
@@ -216,8 +216,7 @@ def _run(args: argparse.Namespace) -> int:
         manifest.update(
             name=args.name or base.name,
             version=args.version or f"{base.version}+site.{digest}",
-            quantization={"format": choice, "candidates": {k: m["figures"] for k, m in measured.items()},
-                          "fp32_dev": fp32_dev},  # fmt: skip
+            quantization=calibrate.quantization_record(choice, measured, fp32_dev, args.int8_layout),
             thresholds={"block": base.thresholds.get("block", 0.5)},
             routing=routing_after(base.routing, marks),
             fine_tuned={"from": base.id, "from_sha256": base.manifest["sha256"].get("model.onnx", ""),

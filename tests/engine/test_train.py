@@ -104,6 +104,37 @@ def test_exported_graph_matches_pytorch(tmp_path):
     assert np.abs(q_labels - want_labels.numpy()).max() < 0.1
 
 
+def test_the_int8_layouts_store_the_weights_they_name(tmp_path):
+    """s8 (the default): linear weights signed and within 7 bits, so no pair of products overflows 16 bits on a CPU
+    without int8 dot products; the depthwise convolution stays fp32. u8: every weight unsigned, convolution too."""
+    import onnx
+    from onnx import numpy_helper
+
+    torch.manual_seed(2)
+    net = ClefNet(500, 4, len(FEATURES), d=32, window=16, ffn=64).eval()
+    ids = torch.randint(4, 500, (2, 48))
+    ids[1, 30:] = 0
+    with torch.no_grad():
+        want = net(ids)[0].numpy()
+    path = export_onnx(net, tmp_path / "model.onnx")
+    graphs = {layout: quantize_dynamic(path, tmp_path / f"{layout}.onnx", per_channel=False, layout=layout) for layout in ("s8", "u8")}
+    for layout, q in graphs.items():
+        graph = onnx.load(str(q)).graph
+        inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+        ops = [n.op_type for n in graph.node]
+        matmul_weights = [inits[n.input[1]] for n in graph.node if n.op_type in ("MatMulInteger", "DynamicQuantizeMatMul") and n.input[1] in inits]
+        assert len(matmul_weights) >= 6  # the convolution's mix, qkv, out, up, down, the pooling key, the head
+        if layout == "s8":
+            assert all(w.dtype == np.int8 and np.abs(w.astype(int)).max() <= 64 for w in matmul_weights)
+            assert "Conv" in ops and "ConvInteger" not in ops
+        else:
+            assert all(w.dtype == np.uint8 for w in matmul_weights) and "ConvInteger" in ops
+        got = ort.InferenceSession(str(q), providers=["CPUExecutionProvider"]).run(None, {"input_ids": ids.numpy()})[0]
+        assert np.abs(got - want).max() < 0.1
+    with pytest.raises(ValueError, match="unknown int8 layout"):
+        quantize_dynamic(path, tmp_path / "x.onnx", layout="s4")
+
+
 def test_training_and_inference_graphs_agree():
     """The fused attention used in training and the plain one exported give the same answer."""
     torch.manual_seed(1)
