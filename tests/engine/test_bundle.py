@@ -26,6 +26,23 @@ def test_default_bundle_loads_and_is_small():
     assert b.id == f"{b.name}@{b.version}"
 
 
+def test_the_default_model_scores_the_same_on_cpus_without_int8_dot_products():
+    """Its integer weights are signed and within 7 bits (the s8 layout, engine/train/export.py): where a CPU has no
+    VNNI, ONNX Runtime sums pairs of uint8 x int8 products in 16 bits, which 255 * 64 * 2 cannot overflow."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import numpy_helper
+
+    b = bundles.load()
+    assert b.manifest["quantization"] == b.manifest["quantization"] | {"format": "dynamic", "layout": "s8"}
+    graph = onnx.load(str(b.model_path)).graph
+    inits = {i.name: i for i in graph.initializer}
+    integer = [n for n in graph.node if n.op_type in ("DynamicQuantizeMatMul", "MatMulInteger", "ConvInteger")]
+    assert integer and not any(n.op_type == "ConvInteger" for n in integer)
+    for node in integer:
+        w = numpy_helper.to_array(inits[node.input[1]])
+        assert w.dtype.name == "int8" and abs(int(w.min())) <= 64 and int(w.max()) <= 64, node.name
+
+
 def test_corrupt_model_is_detected(copy):
     data = bytearray((copy / "model.onnx").read_bytes())
     data[len(data) // 2] ^= 0xFF
