@@ -10,8 +10,8 @@ A dynamic model's weights come in one of two layouts (`LAYOUTS`):
   CPU's int8 dot-product instructions (AVX-512 VNNI, AVX-VNNI) where it has them; on CPUs without them the
   products are summed in pairs in 16 bits, where full-range signed weights could saturate and 7-bit ones cannot
   (255 · 64 · 2 < 32,768), so the same file scores the same on every x86 CPU. Its integer convolution with signed
-  weights is slow (seven times the fp32 convolution of the default's 64 channels at 256 tokens), so the convolutions
-  stay fp32: 320 weights each. Measured on a 2-core EPYC (AVX-512 VNNI), 0.11.0's weights, one thread: 0.742 ->
+  weights is slow (seven times the unsigned one's, thirteen times fp32's, for the default's 64 channels at 256
+  tokens), so the convolutions stay fp32: 320 weights each. Measured on a 2-core EPYC (AVX-512 VNNI), 0.11.0's weights, one thread: 0.742 ->
   0.590 ms at 256 tokens, 2.75 -> 2.15 ms at 1,024 (bench/RESULTS.md).
 - `u8` (0.11.0 and earlier): every weight unsigned 8-bit, convolutions included.
 """
