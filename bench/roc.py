@@ -45,7 +45,7 @@ from bench.plotting import pyplot  # noqa: E402
 from engine import bundle as bundles  # noqa: E402
 from engine.eval import features_of, predict, truth  # noqa: E402
 from engine.model import Model  # noqa: E402
-from engine.train.calibrate import threshold_allowing  # noqa: E402
+from engine.train.calibrate import rules_blocks, threshold_allowing  # noqa: E402
 from engine.verdict import LABELS  # noqa: E402
 
 BLOCK = LABELS.index("block")
@@ -71,32 +71,7 @@ def scores(model: Model, path: Path, served: bool = False, procs: int = 2):
     # a model block of a page asset as a probe is the rules' to decide (RuleEngine.second_look): the tags do not
     # depend on the threshold, so whether a block would be handed over is known before the threshold moves
     handed = np.array([probe_of_asset(dataclasses.replace(v, label="block"), f) for v, f in zip(verdicts, feats)], dtype=bool)
-    return p, attack, classes, rules_blocks(recs, [v.truncated for v in verdicts], procs), handed
-
-
-_RULES = None
-
-
-def _rules_block(item: tuple[dict, bool]) -> bool:
-    global _RULES
-    if _RULES is None:
-        from rules import RuleEngine
-
-        _RULES = RuleEngine.load()
-    rec, truncated = item
-    return _RULES.evaluate(features_of(rec), read_whole=not truncated).blocked
-
-
-def rules_blocks(recs: list[dict], truncated: list[bool], procs: int = 2) -> np.ndarray:
-    """Whether the default rules block each record, read as their second look reads it (RuleEngine.second_look:
-    a request the model read whole, `truncated` False, is read as its fields)."""
-    items = list(zip(recs, truncated))
-    if procs <= 1:
-        return np.array([_rules_block(i) for i in items], dtype=bool)
-    from multiprocessing import Pool
-
-    with Pool(procs) as pool:
-        return np.array(pool.map(_rules_block, items, chunksize=256), dtype=bool)
+    return p, attack, classes, rules_blocks(recs, [v.truncated for v in verdicts], procs=procs), handed
 
 
 def served_threshold(p: np.ndarray, attack: np.ndarray, ruled: np.ndarray, allowed: int,

@@ -306,6 +306,10 @@ def test_calibration_reads_the_rules_as_the_second_look_does():
            "body": page.body.decode(), "label": "origin", "attack_class": None}  # fmt: skip
     assert rules_blocks([rec]).tolist() == [True]  # as the rules decide alone
     assert rules_blocks([rec, rec], [False, True]).tolist() == [False, True]
+    attack = {**rec, "query": "id=1' UNION SELECT password FROM users--", "label": "block"}
+    many = [rec, attack] * 3
+    cut = [False, False, True, True, False, True]
+    assert rules_blocks(many, cut, procs=2).tolist() == rules_blocks(many, cut).tolist() == [False, True, True, True, False, True]
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(bundles.load().tokenizer_path))
