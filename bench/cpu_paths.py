@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import shutil
 import site
 import subprocess
@@ -106,6 +107,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="bench/results/cpu-paths")
     args = ap.parse_args(argv)
     qemu = shutil.which("qemu-x86_64")
+    if platform.machine() != "x86_64":
+        print("error: the emulated CPU runs this machine's Python, which must be an x86-64 one", file=sys.stderr)
+        return 2
     if not qemu:
         print("error: qemu-x86_64 not found (apt-get install qemu-user)", file=sys.stderr)
         return 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import platform
 import shutil
 from pathlib import Path
 
@@ -55,6 +56,7 @@ def test_the_scoring_mode_gives_the_scores_the_gateway_gives(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="emulates an x86-64 CPU with this machine's x86-64 Python")
 @pytest.mark.skipif(shutil.which("qemu-x86_64") is None, reason="qemu-user is not installed (apt-get install qemu-user)")
 def test_the_default_scores_the_same_on_an_emulated_cpu_without_vnni(tmp_path, capsys):
     assert bench.main(["--requests", str(write_requests(tmp_path)), "--sample", "3", "--out", str(tmp_path / "out")]) == 0
