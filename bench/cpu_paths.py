@@ -10,7 +10,7 @@ encoded once) go through the model natively and under `qemu-x86_64 -cpu Haswell`
 AVX2 and no AVX-512 or VNNI; needs the `qemu-user` package), and it prints how far the block score moves between the
 two and how many decisions at the bundle's threshold differ. `--control` also runs a copy of the model quantised
 with full-range signed weights (made from the bundle's weights.pt; needs the `train` extra), where the emulated CPU
-should disagree: evidence that the check can fail. Emulation says nothing about speed; it runs about 50 times slower.
+should disagree: evidence that the check can fail. Emulation says nothing about speed, and is slow: 1,000 requests take minutes.
 Writes cpu_paths.json.
 """
 
@@ -33,18 +33,17 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-BLOCK = 0  # engine.verdict.LABELS.index("block"); the scoring mode imports numpy and onnxruntime only
+from engine.model import open_session  # noqa: E402
+from engine.verdict import LABELS  # noqa: E402
+
+BLOCK = LABELS.index("block")
 
 
 def score(model: str, ids_path: str, out: str, window: int) -> None:
-    """The label probabilities of every id array in `ids_path`, one request at a time as the gateway runs a lone
-    request: what runs under emulation, so it imports nothing of the project."""
-    import onnxruntime as ort
-
+    """The label probabilities of every id array in `ids_path`, one request at a time in the session the gateway
+    opens (one thread), as it runs a lone request: what also runs under emulation."""
     arrays = np.load(ids_path, allow_pickle=True)["ids"]
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"], disabled_optimizers=["SkipLayerNormFusion"])
+    sess = open_session(model, threads=1)
     probs = []
     for x in arrays:
         batch = np.zeros((1, max(window, -(-len(x) // window) * window)), dtype=np.int64)
@@ -81,17 +80,11 @@ def emulated(qemu: str, cpu: str, model: str, ids_path: str, out: str, window: i
 
 def control_model(bundle, dest: Path) -> Path:
     """The bundle's weights quantised like the s8 layout but with full-range signed weights (no reduce_range)."""
-    from onnxruntime.quantization import QuantType
-    from optimum.onnxruntime.configuration import AutoQuantizationConfig
-
     from engine.train import weights
-    from engine.train.export import _quantizer, _save, activation_matmuls, convolutions, export_onnx
+    from engine.train.export import export_onnx, quantize_dynamic
 
     fp32 = export_onnx(weights.load(bundle), dest.with_name("fp32.onnx"))
-    q = AutoQuantizationConfig.avx2(is_static=False, per_channel=False, reduce_range=False,
-                                    nodes_to_exclude=activation_matmuls(fp32) + convolutions(fp32))  # fmt: skip
-    q.weights_dtype = QuantType.QInt8
-    return _save(_quantizer(fp32), q, dest)
+    return quantize_dynamic(fp32, dest, per_channel=False, layout="s8", full_range=True)
 
 
 def main(argv=None) -> int:

@@ -329,6 +329,23 @@ def labelled_record(rng: random.Random, attack: bool) -> dict:
             "attack_class": cls, "features": list(tags), "group": f"g{rng.randint(0, 40)}"}  # fmt: skip
 
 
+def labelled_corpus(folder, rng: random.Random, train: int = 400, test: int = 80):
+    """`folder/train.jsonl` and `folder/test.jsonl` of labelled records, every other one an attack: a corpus that
+    `python -m engine.train` trains a tiny bundle on in seconds. Returns `folder`."""
+    import json
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, n in (("train", train), ("test", test)):
+        (folder / f"{name}.jsonl").write_text("".join(json.dumps(labelled_record(rng, i % 2 == 0)) + "\n" for i in range(n)))
+    return folder
+
+
+# `python -m engine.train` arguments for a tiny bundle on a labelled_corpus: one epoch of a d=16 network. `--int8 dynamic`:
+# the automatic choice reads timings, which another load on the machine can tip between two runs of one test.
+TINY_TRAINING = ["--epochs", "1", "--vocab", "600", "--threads", "1", "--train-max-tokens", "128", "--dim", "16", "--ffn", "32",
+                 "--int8", "dynamic"]  # fmt: skip
+
+
 def dev_split_corpus(folder, rng: random.Random, n: int = 600) -> list[dict]:
     """`folder/train.jsonl` of `n` labelled records (a third attacks), every record its own group, so that about
     5 % land in a bundle's dev split (engine.train's split_dev): for the benchmarks that read that split."""

@@ -37,6 +37,19 @@ def parse_args(argv=None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+def training_run(bundle: bundles.Bundle, train_sha256: str) -> dict:
+    """The bundle's `trained_on`, checked against the corpus whose train.jsonl has `train_sha256`: BundleError when
+    the dev split made from it would not be the bundle's own (held out from its weights)."""
+    run = dict(bundle.manifest.get("trained_on") or {})
+    if run.get("train_sha256") != train_sha256:
+        raise BundleError(f"{bundle.path} was not trained on this corpus's train.jsonl (sha256 differs): its dev split "
+                          "would not be held out")  # fmt: skip
+    if "seed" not in run:
+        raise BundleError(f"{bundle.path} does not record the seed of the run that trained it (trained_on.seed): its "
+                          "dev split cannot be found again")  # fmt: skip
+    return run
+
+
 def check_members(members: list[bundles.Bundle], train_sha256: str) -> dict:
     """What the members share (their training run's seed, dev split, token budget); BundleError naming what
     differs when they cannot be joined."""
@@ -49,11 +62,8 @@ def check_members(members: list[bundles.Bundle], train_sha256: str) -> dict:
                               "--seed (and --init-seed for the second)")  # fmt: skip
         if b.window != first.window or b.serialization != first.serialization:
             raise BundleError(f"{b.path} and {first.path} differ in window or canonical-text version")
-    runs = [b.manifest.get("trained_on", {}) for b in members]
+    runs = [training_run(b, train_sha256) for b in members]
     for b, run in zip(members, runs):
-        if run.get("train_sha256") != train_sha256:
-            raise BundleError(f"{b.path} was not trained on this corpus's train.jsonl (sha256 differs): its dev split "
-                              "would not be held out")  # fmt: skip
         for key in ("seed", "dev_split"):
             if run.get(key) != runs[0].get(key):
                 raise BundleError(f"{b.path} and {first.path} differ in {key}: their dev splits differ")

@@ -9,9 +9,9 @@ A dynamic model's weights come in one of two layouts (`LAYOUTS`):
   the depthwise convolutions left in fp32. ONNX Runtime multiplies unsigned activations by signed weights with the
   CPU's int8 dot-product instructions (AVX-512 VNNI, AVX-VNNI) where it has them; on CPUs without them the
   products are summed in pairs in 16 bits, where full-range signed weights could saturate and 7-bit ones cannot
-  (255 · 64 · 2 < 32,768), so the same file scores the same on every x86 CPU. Its integer convolution with signed
-  weights is slow (seven times the unsigned one's, thirteen times fp32's, for the default's 64 channels at 256
-  tokens), so the convolutions stay fp32: 320 weights each. Measured on a 2-core EPYC (AVX-512 VNNI), 0.11.0's weights, one thread: 0.742 ->
+  (255 · 64 · 2 < 32,768), so the same file scores the same with VNNI and without (bench/cpu_paths.py). Its integer
+  convolution with signed weights is slow (seven times the unsigned one's, five to seven times fp32's, for the
+  default's 64 channels at 256 tokens), so the convolutions stay fp32: 320 weights each. Measured on a 2-core EPYC (AVX-512 VNNI), 0.11.0's weights, one thread: 0.742 ->
   0.590 ms at 256 tokens, 2.75 -> 2.15 ms at 1,024 (bench/RESULTS.md).
 - `u8` (0.11.0 and earlier): every weight unsigned 8-bit, convolutions included.
 """
@@ -73,7 +73,9 @@ def convolutions(fp32: Path) -> list[str]:
     return [n.name for n in onnx.load(str(fp32)).graph.node if n.op_type == "Conv"]
 
 
-def quantize_dynamic(fp32: Path, out: Path, per_channel: bool = True, layout: str = LAYOUTS[0]) -> Path:
+def quantize_dynamic(fp32: Path, out: Path, per_channel: bool = True, layout: str = LAYOUTS[0], full_range: bool = False) -> Path:
+    """`full_range`: an s8 model's weights over all 8 bits, which can saturate on CPUs without VNNI; only
+    bench/cpu_paths.py makes one, as the control that shows its check can fail."""
     from onnxruntime.quantization import QuantType
     from optimum.onnxruntime.configuration import AutoQuantizationConfig
 
@@ -81,7 +83,7 @@ def quantize_dynamic(fp32: Path, out: Path, per_channel: bool = True, layout: st
         raise ValueError(f"unknown int8 layout {layout!r}: one of {', '.join(LAYOUTS)}")
     signed = layout == "s8"
     qconfig = AutoQuantizationConfig.avx2(
-        is_static=False, per_channel=per_channel, reduce_range=signed,
+        is_static=False, per_channel=per_channel, reduce_range=signed and not full_range,
         nodes_to_exclude=activation_matmuls(fp32) + (convolutions(fp32) if signed else []),
     )  # fmt: skip
     if signed:

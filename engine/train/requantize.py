@@ -41,24 +41,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def training_run(bundle: bundles.Bundle, train_sha256: str) -> dict:
-    """The bundle's `trained_on`, checked against the corpus: BundleError when its dev split would not be the
-    bundle's own."""
-    run = dict(bundle.manifest.get("trained_on") or {})
-    if "seed" not in run or "train_sha256" not in run:
-        raise BundleError(f"{bundle.path} does not record the run that trained it (trained_on.seed, train_sha256): "
-                          "its dev split cannot be found again")  # fmt: skip
-    if run["train_sha256"] != train_sha256:
-        raise BundleError(f"{bundle.path} was not trained on this corpus's train.jsonl (sha256 differs): its dev split "
-                          "would not be held out")  # fmt: skip
-    return run
-
-
 def main(argv=None) -> int:
     args = parse_args(argv)
     from engine.train import weights
     from engine.train.__main__ import announce, file_sha256
-    from engine.train.ensemble import repackage
+    from engine.train.ensemble import repackage, training_run
 
     t_start = time.time()
     corpus = Path(args.corpus)

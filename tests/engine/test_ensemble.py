@@ -21,7 +21,7 @@ from engine.train.__main__ import main as train_main  # noqa: E402
 from engine.train.ensemble import main as ensemble_main  # noqa: E402
 from engine.train.export import export_onnx  # noqa: E402
 from engine.train.net import ClefNet, Ensemble, build  # noqa: E402
-from tests.factories import labelled_record as record  # noqa: E402
+from tests.factories import TINY_TRAINING, labelled_corpus  # noqa: E402
 
 
 def tiny(seed: int) -> ClefNet:
@@ -84,14 +84,8 @@ def test_members_that_read_different_ids_are_refused():
 
 @pytest.mark.slow
 def test_trained_members_become_one_bundle_and_mismatched_ones_are_refused(tmp_path, capsys):
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    rng = random.Random(5)
-    for name, n in (("train", 400), ("test", 80)):
-        (corpus / f"{name}.jsonl").write_text("".join(json.dumps(record(rng, i % 2 == 0)) + "\n" for i in range(n)))
-    # --int8 dynamic: the automatic choice reads timings, which another load on the machine can tip between the runs
-    common = ["--corpus", str(corpus), "--epochs", "1", "--vocab", "600", "--threads", "1", "--train-max-tokens", "128",
-              "--dim", "16", "--ffn", "32", "--int8", "dynamic"]  # fmt: skip
+    corpus = labelled_corpus(tmp_path / "corpus", random.Random(5))
+    common = ["--corpus", str(corpus), *TINY_TRAINING]
     assert train_main([*common, "--out", str(tmp_path / "a")]) == 0
     assert train_main([*common, "--out", str(tmp_path / "b"), "--init-seed", "2"]) == 0
     a, b = bundles.load(tmp_path / "a"), bundles.load(tmp_path / "b")

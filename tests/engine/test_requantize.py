@@ -16,21 +16,16 @@ from engine.features import Features  # noqa: E402
 from engine.model import Model  # noqa: E402
 from engine.train.__main__ import main as train_main  # noqa: E402
 from engine.train.requantize import main as requantize_main  # noqa: E402
-from tests.factories import labelled_record as record  # noqa: E402
+from tests.factories import TINY_TRAINING, labelled_corpus, labelled_record  # noqa: E402
 
 
 @pytest.mark.slow
 def test_a_bundle_is_quantised_again_from_its_weights(tmp_path, capsys):
     import onnx
 
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
     rng = random.Random(7)
-    for name, n in (("train", 400), ("test", 80)):
-        (corpus / f"{name}.jsonl").write_text("".join(json.dumps(record(rng, i % 2 == 0)) + "\n" for i in range(n)))
-    assert train_main(["--corpus", str(corpus), "--out", str(tmp_path / "old"), "--epochs", "1", "--vocab", "600",
-                       "--threads", "1", "--train-max-tokens", "128", "--dim", "16", "--ffn", "32", "--int8", "dynamic",
-                       "--int8-layout", "u8", "--version", "1.0.0"]) == 0  # fmt: skip
+    corpus = labelled_corpus(tmp_path / "corpus", rng)
+    assert train_main(["--corpus", str(corpus), "--out", str(tmp_path / "old"), *TINY_TRAINING, "--int8-layout", "u8", "--version", "1.0.0"]) == 0
     old = bundles.load(tmp_path / "old")
     assert old.manifest["quantization"]["layout"] == "u8"
 
@@ -58,7 +53,7 @@ def test_a_bundle_is_quantised_again_from_its_weights(tmp_path, capsys):
     # another corpus: its dev split would not be the bundle's own
     other = tmp_path / "other"
     other.mkdir()
-    (other / "train.jsonl").write_text((corpus / "train.jsonl").read_text() + json.dumps(record(rng, True)) + "\n")
+    (other / "train.jsonl").write_text((corpus / "train.jsonl").read_text() + json.dumps(labelled_record(rng, True)) + "\n")
     assert requantize_main(["--bundle", str(old.path), "--corpus", str(other), "--out", str(tmp_path / "bad")]) == 2
     assert "not trained on this corpus" in capsys.readouterr().err
     assert not (tmp_path / "bad").exists()

@@ -16,7 +16,7 @@ from engine import bundle as bundles  # noqa: E402
 from engine.features import Features  # noqa: E402
 from engine.labels import FEATURES  # noqa: E402
 from engine.model import Model  # noqa: E402
-from tests.factories import labelled_record as record  # noqa: E402
+from tests.factories import labelled_corpus, labelled_record as record  # noqa: E402
 from engine.train.__main__ import main as train_main  # noqa: E402
 from engine.train.export import export_onnx, quantize_dynamic  # noqa: E402
 from engine.train.net import ClefNet  # noqa: E402
@@ -25,13 +25,7 @@ from engine.errors import BundleError  # noqa: E402
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("corpus")
-    rng = random.Random(3)
-    for name, n in (("train", 600), ("test", 120)):
-        with open(folder / f"{name}.jsonl", "w") as f:
-            for i in range(n):
-                f.write(json.dumps(record(rng, i % 2 == 0)) + "\n")
-    return folder
+    return labelled_corpus(tmp_path_factory.mktemp("corpus"), random.Random(3), train=600, test=120)
 
 
 @pytest.mark.slow
