@@ -52,8 +52,9 @@ def planned_steps(lengths: list[int], window: int, cfg: TrainConfig) -> tuple[in
     return per_epoch, max(1, int(per_epoch * cfg.epochs))
 
 
-def train(net: ClefNet, data: Encoded, cfg: TrainConfig) -> dict:
-    """Train `net` in place, on the device its weights are on (the CPU, or a GPU it was moved to)."""
+def train(net: ClefNet, data: Encoded, cfg: TrainConfig, log=progress) -> dict:
+    """Train `net` in place, on the device its weights are on (the CPU, or a GPU it was moved to). `log` takes the
+    progress lines (engine.train.parallel names the network in them)."""
     set_seed(cfg.seed)
     rng = random.Random(cfg.seed)
     device = next(net.parameters()).device
@@ -74,7 +75,7 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig) -> dict:
     net.train()
     step, seen, t0, last = 0, 0, time.time(), 0.0
     running = {"loss": 0.0, "acc": 0.0, "n": 0}
-    progress(f"training: {len(data.ids):,} sequences, {per_epoch:,} batches per epoch, {total:,} steps")
+    log(f"training: {len(data.ids):,} sequences, {per_epoch:,} batches per epoch, {total:,} steps")
     while step < total:
         for idx in batches(lengths, cfg.tokens_per_batch, net.window, rng):
             if step >= total or (cfg.max_seconds is not None and time.time() - t0 >= cfg.max_seconds):
@@ -101,7 +102,7 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig) -> dict:
             now = time.time()
             if now - last >= cfg.log_every_s or step == total:
                 n = max(1, running["n"])
-                progress(
+                log(
                     f"  step {step:,}/{total:,} ({100 * step / total:.0f}%)  epoch {seen / len(lengths):.2f}  "
                     f"loss {running['loss'] / n:.4f}  acc {running['acc'] / n:.4f}  "
                     f"lr {lr_at(step):.2e}  {seen / (now - t0):.0f} seq/s  {now - t0:.0f}s"

@@ -119,6 +119,13 @@ def test_trained_members_become_one_bundle_and_mismatched_ones_are_refused(tmp_p
     assert one.model_path.read_bytes() == e.model_path.read_bytes()
     assert [x["trained_on"].get("init_seed") for x in one.manifest["trained_on"]["members"]] == [None, 2]
     assert one.manifest["eval"] == m["eval"] | {k: {**m["eval"][k], "latency": one.manifest["eval"][k]["latency"]} for k in m["eval"]}
+    assert "2 networks at the same time" in capsys.readouterr().err  # each in its own process (engine.train.parallel)
+    # ... and one after the other, in this process: the same weights, bit for bit
+    assert train_main([*common, "--out", str(tmp_path / "seq"), "--networks", "2", "--version", "9.9.9", "--one-at-a-time"]) == 0
+    assert "2 networks one after the other" in capsys.readouterr().err
+    seq = bundles.load(tmp_path / "seq")
+    assert (seq.path / "weights.pt").read_bytes() == (one.path / "weights.pt").read_bytes()
+    assert seq.model_path.read_bytes() == one.model_path.read_bytes()
 
     assert train_main([*common, "--out", str(tmp_path / "c"), "--seed", "2"]) == 0  # another tokenizer
     assert ensemble_main(["--member", str(a.path), "--member", str(tmp_path / "c"), "--corpus", str(corpus),

@@ -1,0 +1,88 @@
+"""The networks of one `--networks N` run trained at the same time, each in its own process.
+
+A network of the default's size keeps two cores only partly busy: its layers are small (d = 64), and much of a
+step is element-wise work and operator overhead between short parallel regions. Two networks trained side by
+side, each process with the run's own thread count, do more steps per second between them than one network
+alone with both cores: on a 2-core EPYC, 0.19 s per step each against 0.12 s for one network, so 1.26 times
+the throughput (bench/RESULTS.md). The processes share the cores, so their OpenMP threads wait passively
+(`OMP_WAIT_POLICY=passive`): spinning threads of one process would take the cores the other needs (0.33 s per
+step each, slower than one at a time).
+
+Each network is trained exactly as a run trains it one after the other: the same thread count, the same seeds,
+the same steps, so the weights are the same bit for bit (tests/engine/test_ensemble.py). The training ids go to
+the workers through one memory-mapped file, not a copy per process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from engine.train.data import Encoded, progress
+
+WAIT_POLICY = {"OMP_WAIT_POLICY": "passive"}  # set in the workers' environment before they start
+
+
+@dataclass(frozen=True)
+class Member:
+    """One network of a run: the ClefNet arguments, the seed its initial weights are drawn from, its TrainConfig."""
+
+    net: dict
+    draw_seed: int
+    config: object  # engine.train.loop.TrainConfig
+
+
+def build(member: Member):
+    """The network before training: its initial weights drawn from `draw_seed`, as the run draws them."""
+    from engine.train.loop import set_seed
+    from engine.train.net import ClefNet
+
+    set_seed(member.draw_seed)
+    return ClefNet(**member.net)
+
+
+def train_together(members: list[Member], data: Encoded, threads: int) -> list[tuple[object, dict]]:
+    """(trained ClefNet, run figures) per member, in order; each trained in its own process with `threads` threads."""
+    from engine.train.net import ClefNet
+
+    with tempfile.TemporaryDirectory(prefix="clef-train-") as tmp:
+        ids_path = Path(tmp) / "ids.npy"
+        lengths = np.fromiter((len(x) for x in data.ids), dtype=np.int64, count=len(data.ids))
+        np.save(ids_path, np.concatenate(data.ids) if data.ids else np.zeros(0, np.int32))
+        rest = replace(data, ids=[])  # labels, features, soft targets: small, pickled to each worker
+        jobs = [(k, m, str(ids_path), lengths, rest, threads) for k, m in enumerate(members)]
+        saved = {k: os.environ.get(k) for k in WAIT_POLICY}
+        os.environ.update(WAIT_POLICY)  # spawned workers inherit it; this process's OpenMP has already started
+        try:
+            with multiprocessing.get_context("spawn").Pool(len(members)) as pool:
+                done = pool.map(_train_one, jobs)
+        finally:
+            for k, v in saved.items():
+                os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    out = []
+    for member, (state, run) in zip(members, done):
+        net = ClefNet(**member.net)
+        net.load_state_dict(state)
+        out.append((net.eval(), run))
+    return out
+
+
+def _train_one(job) -> tuple[dict, dict]:
+    """In a worker: rebuild the data around the memory-mapped ids, draw the network, train it."""
+    import torch
+
+    from engine.train.loop import train
+
+    k, member, ids_path, lengths, rest, threads = job
+    torch.set_num_threads(threads)
+    flat = np.load(ids_path, mmap_mode="r")
+    ends = np.cumsum(lengths)
+    ids = [flat[e - n : e] for e, n in zip(ends, lengths)]
+    net = build(member)
+    run = train(net, replace(rest, ids=ids), member.config, log=lambda msg: progress(f"  [network {k + 1}] {msg.strip()}"))
+    return net.state_dict(), run
