@@ -1,6 +1,7 @@
-"""Training step time with PyTorch held to one instruction set: does training need AVX-512?
+"""Training step time with PyTorch held to one instruction set (does training need AVX-512?), and with two
+networks trained at the same time (engine.train.parallel: is that faster?).
 
-    python bench/train_step.py [--isa native,avx2] [--turns 2] [--out bench/results/train-step]
+    python bench/train_step.py [--isa native,avx2,native-x2] [--turns 2] [--out bench/results/train-step]
 
 Issue 3 asks for training within 60 minutes on a 2-core machine with AVX2 and nothing newer. A machine with
 AVX-512 can run PyTorch's own kernels, MKL and oneDNN as an AVX2-only CPU would: `ATEN_CPU_CAPABILITY=avx2`,
@@ -10,6 +11,10 @@ loop also weights the loss and clips gradients, element-wise work left out here)
 the shapes training makes (24,576 tokens: 384 x 64 up to 3 x 8,192), once per instruction set and turn, each in a
 fresh process, the sets in turns so that load on a shared machine falls on all of them. It prints the median step
 time per shape and the ratio to the native set, and writes train_step.json and train_step.png under --out.
+
+`native-x2` runs two such processes at once, their OpenMP threads waiting passively, as `python -m engine.train
+--networks 2` trains its networks: its step time is each process's, and the summary's `throughput_vs_` figure
+counts the steps both make, against the first set's one process.
 
 What it cannot tell: the clock and core of another machine. The int8 serving path (ONNX Runtime's MLAS) picks
 its kernels from the CPU itself and has no such switch, so serving speed on AVX2 is not measured here.
@@ -30,11 +35,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from engine.train.parallel import WAIT_POLICY  # noqa: E402
+
 SHAPES = [(384, 64), (96, 256), (24, 1024), (3, 8192)]  # batch x tokens: 24,576 tokens each, as training batches
 ISA_ENV = {
     "native": {},
     "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
+    "native-x2": dict(WAIT_POLICY),  # with two processes at once (PROCESSES)
 }
+PROCESSES = {"native-x2": 2}  # sets timed as several processes at once; the others run alone
 
 
 def log(msg: str) -> None:
@@ -85,25 +94,36 @@ def parse_shapes(text: str) -> list[tuple[int, int]]:
 
 
 def run_isa(isa: str, shapes: list[tuple[int, int]], repeats: int, threads: int) -> dict:
+    """One turn of a set: its processes started at once; each shape's step time is their mean."""
     env = {**os.environ, **ISA_ENV[isa]}
     arg = ",".join(f"{b}x{n}" for b, n in shapes)
     cmd = [sys.executable, __file__, "--child", arg, "--repeats", str(repeats), "--threads", str(threads)]
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(PROCESSES.get(isa, 1))]
+    outs = []
+    for proc in procs:
+        stdout, stderr = proc.communicate()
+        if proc.returncode:
+            raise subprocess.CalledProcessError(proc.returncode, cmd, stdout, stderr)
+        outs.append(json.loads(stdout.strip().splitlines()[-1]))
+    seconds = {s: statistics.mean(o["seconds"][s] for o in outs) for s in outs[0]["seconds"]}
+    return {"capability": outs[0]["capability"], "seconds": seconds, "processes": len(outs)}
 
 
 def summarise(runs: dict[str, list[dict]]) -> dict:
-    """Per set: capability seen, median over turns per shape, and the mean ratio to the first set."""
+    """Per set: capability seen, median over turns per shape, the mean ratio of its step time to the first set's,
+    and the mean ratio of its steps per second (all its processes together) to the first set's."""
     sets = list(runs)
     out = {}
     for isa in sets:
         shapes = runs[isa][0]["seconds"]
-        out[isa] = {"capability": sorted({r["capability"] for r in runs[isa]}),
+        out[isa] = {"capability": sorted({r["capability"] for r in runs[isa]}), "processes": runs[isa][0].get("processes", 1),
                     "seconds": {s: statistics.median(r["seconds"][s] for r in runs[isa]) for s in shapes}}  # fmt: skip
-    base = out[sets[0]]["seconds"]
+    first = out[sets[0]]
     for isa in sets:
-        ratios = [out[isa]["seconds"][s] / base[s] for s in base]
-        out[isa]["ratio_to_" + sets[0]] = round(statistics.mean(ratios), 3)
+        mine = out[isa]
+        out[isa]["ratio_to_" + sets[0]] = round(statistics.mean(mine["seconds"][s] / first["seconds"][s] for s in first["seconds"]), 3)
+        out[isa]["throughput_vs_" + sets[0]] = round(statistics.mean(
+            (mine["processes"] / mine["seconds"][s]) / (first["processes"] / first["seconds"][s]) for s in first["seconds"]), 3)  # fmt: skip
     return out
 
 
@@ -118,11 +138,12 @@ def chart(summary: dict, path: Path) -> None:
     width = 0.8 / len(summary)
     for k, (isa, s) in enumerate(summary.items()):
         xs = [i + k * width for i in range(len(shapes))]
-        ax.bar(xs, [1000 * s["seconds"][sh] for sh in shapes], width, label=f"{isa} ({', '.join(s['capability'])})")
+        each = f", {s['processes']} at once" if s.get("processes", 1) > 1 else ""
+        ax.bar(xs, [1000 * s["seconds"][sh] for sh in shapes], width, label=f"{isa} ({', '.join(s['capability'])}{each})")
     ax.set_xticks([i + width * (len(summary) - 1) / 2 for i in range(len(shapes))], shapes)
     ax.set_xlabel("batch (sequences x tokens)")
-    ax.set_ylabel("ms per training step (median)")
-    ax.set_title("Training step of the default network by instruction set")
+    ax.set_ylabel("ms per training step of one process (median)")
+    ax.set_title("Training step of the default network")
     ax.legend(loc="lower center")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -131,7 +152,7 @@ def chart(summary: dict, path: Path) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--isa", default="native,avx2", help=f"comma-separated, from {', '.join(ISA_ENV)}")
+    ap.add_argument("--isa", default="native,avx2,native-x2", help=f"comma-separated, from {', '.join(ISA_ENV)}")
     ap.add_argument("--turns", type=int, default=2, help="fresh processes per set, in turns")
     ap.add_argument("--repeats", type=int, default=12, help="timed steps per shape in each process")
     ap.add_argument("--threads", type=int, default=2)
@@ -160,10 +181,11 @@ def main(argv=None) -> int:
               "repeats": args.repeats, "summary": summary, "runs": runs}  # fmt: skip
     (out / "train_step.json").write_text(json.dumps(result, indent=1) + "\n")
     chart(summary, out / "train_step.png")
-    print(f"\n{'set':8s} {'PyTorch':10s} " + " ".join(f"{s:>10s}" for s in summary[sets[0]]["seconds"]) + "   vs " + sets[0])
+    print(f"\n{'set':10s} {'PyTorch':10s} " + " ".join(f"{s:>10s}" for s in summary[sets[0]]["seconds"])
+          + f"   step time vs {sets[0]}   steps/s vs {sets[0]}")  # fmt: skip
     for isa, s in summary.items():
         cells = " ".join(f"{1000 * v:8.1f}ms" for v in s["seconds"].values())
-        print(f"{isa:8s} {','.join(s['capability']):10s} {cells}   {s['ratio_to_' + sets[0]]:.3f}x")
+        print(f"{isa:10s} {','.join(s['capability']):10s} {cells}   {s['ratio_to_' + sets[0]]:14.3f}x   {s['throughput_vs_' + sets[0]]:10.3f}x")
     print(f"\nwrote {out / 'train_step.json'} and {out / 'train_step.png'}")
     return 0
 

@@ -1,12 +1,13 @@
 """The networks of one `--networks N` run trained at the same time, each in its own process.
 
 A network of the default's size keeps two cores only partly busy: its layers are small (d = 64), and much of a
-step is element-wise work and operator overhead between short parallel regions. Two networks trained side by
-side, each process with the run's own thread count, do more steps per second between them than one network
-alone with both cores: on a 2-core EPYC, 0.19 s per step each against 0.12 s for one network, so 1.26 times
-the throughput (bench/RESULTS.md). The processes share the cores, so their OpenMP threads wait passively
-(`OMP_WAIT_POLICY=passive`): spinning threads of one process would take the cores the other needs (0.33 s per
-step each, slower than one at a time).
+step is element-wise work, Python and operator overhead between short parallel regions. Two networks trained side
+by side, each process with the run's own thread count, make more steps per second between them than one network
+with both cores to itself: on a 2-core EPYC on 2026-12-05, 1.17 times as many in bench/train_step.py's bare steps,
+and the training of two networks on 24,000 records (810 steps) took 79 and 84 s at the same time against 86 and 94 s
+one after the other, in turns (bench/RESULTS.md). The processes share the cores, so their OpenMP threads wait
+passively (`OMP_WAIT_POLICY=passive`): spinning threads of one process would take the cores the other needs (0.33 s
+per step each in a first probe, slower than one at a time).
 
 Each network is trained exactly as a run trains it one after the other: the same thread count, the same seeds,
 the same steps, so the weights are the same bit for bit (tests/engine/test_ensemble.py). The training ids go to

@@ -1,4 +1,5 @@
-"""bench/train_step.py: the default network's training step, timed with PyTorch held to an instruction set."""
+"""bench/train_step.py: the default network's training step, timed with PyTorch held to an instruction set, and two
+processes at once."""
 
 from __future__ import annotations
 
@@ -20,11 +21,15 @@ def test_the_summary_takes_medians_over_turns_and_ratios_to_the_first_set():
                    {"capability": "AVX512", "seconds": {"8x64": 0.012, "1x1024": 0.022}},
                    {"capability": "AVX512", "seconds": {"8x64": 0.030, "1x1024": 0.021}}],
         "avx2": [{"capability": "AVX2", "seconds": {"8x64": 0.024, "1x1024": 0.042}}] * 3,
+        "native-x2": [{"capability": "AVX512", "seconds": {"8x64": 0.018, "1x1024": 0.0315}, "processes": 2}] * 3,
     }  # fmt: skip
     s = bench.summarise(runs)
     assert s["native"]["seconds"] == {"8x64": 0.012, "1x1024": 0.021}  # the slow third turn is outvoted
-    assert s["native"]["ratio_to_native"] == 1.0
+    assert s["native"]["ratio_to_native"] == 1.0 and s["native"]["throughput_vs_native"] == 1.0
     assert s["avx2"]["ratio_to_native"] == 2.0 and s["avx2"]["capability"] == ["AVX2"]
+    assert s["avx2"]["throughput_vs_native"] == 0.5
+    # two processes at once, each step 1.5 times as long: 2 / 1.5 the steps per second
+    assert s["native-x2"]["ratio_to_native"] == 1.5 and s["native-x2"]["throughput_vs_native"] == 1.333
 
 
 def test_each_set_runs_in_its_own_process_with_pytorch_held_to_it(tmp_path, capsys):
@@ -36,6 +41,7 @@ def test_each_set_runs_in_its_own_process_with_pytorch_held_to_it(tmp_path, caps
     assert result["summary"]["avx2"]["capability"] == ["AVX2"]  # the switch took, in the child only
     assert result["summary"]["native"]["capability"] == [torch.backends.cpu.get_cpu_capability()]
     assert set(result["summary"]["avx2"]["seconds"]) == {"4x64", "1x128"}
+    assert result["summary"]["native-x2"]["processes"] == 2 and result["runs"]["native-x2"][0]["processes"] == 2
     assert all(v > 0 for v in result["summary"]["native"]["seconds"].values())
     out = capsys.readouterr().out
     assert "vs native" in out and "avx2" in out
