@@ -19,6 +19,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -59,9 +61,12 @@ def train_together(members: list[Member], data: Encoded, threads: int) -> list[t
         jobs = [(k, m, str(ids_path), lengths, rest, threads) for k, m in enumerate(members)]
         saved = {k: os.environ.get(k) for k in WAIT_POLICY}
         os.environ.update(WAIT_POLICY)  # spawned workers inherit it; this process's OpenMP has already started
-        try:
-            with multiprocessing.get_context("spawn").Pool(len(members)) as pool:
-                done = pool.map(_train_one, jobs)
+        try:  # an executor, not a Pool: a worker that dies (killed for memory) fails the run instead of hanging it
+            with ProcessPoolExecutor(len(members), mp_context=multiprocessing.get_context("spawn")) as pool:
+                done = list(pool.map(_train_one, jobs))
+        except BrokenProcessPool as err:
+            raise RuntimeError("a training worker died (out of memory?); --one-at-a-time trains the networks in this "
+                               "process, one after the other, with less memory") from err  # fmt: skip
         finally:
             for k, v in saved.items():
                 os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)

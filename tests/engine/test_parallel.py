@@ -1,0 +1,68 @@
+"""engine/train/parallel.py: networks trained at the same time, each in its own process."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from engine.labels import FEATURES  # noqa: E402
+from engine.train.data import Encoded  # noqa: E402
+from engine.train.loop import TrainConfig, train  # noqa: E402
+from engine.train.parallel import Member, build, train_together  # noqa: E402
+from engine.verdict import LABELS  # noqa: E402
+
+SHAPE = dict(vocab=120, n_labels=len(LABELS), n_features=len(FEATURES), d=16, ffn=32, window=16)
+
+
+def tiny_data(n: int = 48) -> Encoded:
+    rng = np.random.default_rng(3)
+    ids = [rng.integers(4, 120, int(rng.integers(3, 40))).astype(np.int32) for _ in range(n)]
+    labels = rng.integers(0, len(LABELS), n).astype(np.int64)
+    features = (rng.random((n, len(FEATURES))) < 0.1).astype(np.float32)
+    return Encoded(ids, labels, features, [f"g{i}" for i in range(n)])
+
+
+def member(seed: int) -> Member:
+    return Member(net=SHAPE, draw_seed=seed, config=TrainConfig(epochs=1, seed=seed, tokens_per_batch=256, warmup_steps=2))
+
+
+@pytest.mark.slow
+def test_networks_trained_together_equal_those_trained_in_turn():
+    data = tiny_data()
+    members = [member(1), member(2)]
+    together = train_together(members, data, threads=1)
+    for m, (net, run) in zip(members, together):
+        alone = build(m)
+        torch.set_num_threads(1)
+        want = train(alone, data, m.config)
+        assert run["steps"] == want["steps"] > 0
+        for (name, a), b in zip(net.state_dict().items(), alone.state_dict().values()):
+            assert torch.equal(a, b), name
+        assert not net.training  # returned ready to export
+    first, second = (net for net, _ in together)
+    assert not torch.equal(first.embed.weight, second.embed.weight)  # two seeds, two networks
+
+
+class _DiesWhenRead:
+    """Unpickled in the worker, it ends the worker's process at once: how a worker killed for memory looks."""
+
+    def __reduce__(self):
+        return (os._exit, (3,))
+
+
+@pytest.mark.slow
+def test_a_worker_that_dies_fails_the_run_with_a_way_out():
+    doomed = Member(net=SHAPE, draw_seed=1, config=_DiesWhenRead())
+    with pytest.raises(RuntimeError, match="training worker died.*--one-at-a-time"):
+        train_together([member(1), doomed], tiny_data(), threads=1)
+
+
+@pytest.mark.slow
+def test_an_error_in_a_worker_reaches_the_caller():
+    broken = Member(net={**SHAPE, "act": "nope"}, draw_seed=1, config=TrainConfig(epochs=1))
+    with pytest.raises(KeyError, match="nope"):
+        train_together([member(1), broken], tiny_data(), threads=1)
