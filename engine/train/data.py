@@ -136,4 +136,5 @@ def pad(ids: list[np.ndarray], idx: list[int], window: int) -> np.ndarray:
 
 
 def progress(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+    """A progress line on stderr, after the time of day: a long run's log shows where its time went."""
+    print(f"{time.strftime('%H:%M:%S')} {msg}", file=sys.stderr, flush=True)
