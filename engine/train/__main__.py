@@ -239,9 +239,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                          "encoding and dev split, and serve them averaged in one graph: what training each with --init-seed "
                          "and joining them with `python -m engine.train.ensemble` makes, in one command")
     ap.add_argument("--one-at-a-time", action="store_true",
-                    help="with --networks: train the networks one after the other rather than at the same time, each "
-                         "in its own process (the same weights either way; at the same time is about a tenth faster on 2 "
-                         "cores: engine/train/parallel.py)")
+                    help="with --networks: train the networks one after the other in this process, rather than at the "
+                         "same time in a process each (the same weights either way; at the same time is about a tenth "
+                         "faster on 2 cores and holds about 2 GB more per network: engine/train/parallel.py)")
     ap.add_argument("--epochs", type=float, default=3.0, help="passes over the training split (default 3: the default bundle's)")
     ap.add_argument("--dev-split", choices=("groups", "mixed"), default="mixed",
                     help="how the calibration split is held out: whole groups (payload templates, text sources) but "
@@ -291,9 +291,9 @@ def main(argv=None) -> int:
     how = ("at the same time" if together else "one after the other") if args.networks > 1 else ""
     progress(f"[4/6] training {args.networks} network{'s' if args.networks > 1 else ''} {how}".rstrip())
     shape = dict(vocab=tokenizer.get_vocab_size(), n_labels=len(LABELS), n_features=len(FEATURES), d=args.dim, ffn=args.ffn, window=args.window)
-    members = []
-    for k in range(args.networks):
-        seed = args.seed if (init := member_seed(args, k)) is None else init
+    members, inits = [], [member_seed(args, k) for k in range(args.networks)]
+    for k, init in enumerate(inits):
+        seed = args.seed if init is None else init
         members.append(Member(net=shape, draw_seed=seed, config=TrainConfig(epochs=args.epochs, seed=seed)))
         if args.networks > 1:
             progress(f"  network {k + 1}: " + (f"--seed {seed}" if init is None else f"--init-seed {seed}"))
@@ -309,7 +309,7 @@ def main(argv=None) -> int:
             trained.append((net.cpu(), run))  # export, int8 and calibration run on the CPU
     train_seconds = round(time.time() - t_train, 1)
     nets = [net for net, _ in trained]
-    runs = [{**({"init_seed": s} if (s := member_seed(args, k)) is not None else {}), **run} for k, (_, run) in enumerate(trained)]
+    runs = [{**({"init_seed": init} if init is not None else {}), **run} for init, (_, run) in zip(inits, trained)]
     if args.networks > 1:
         for k, net in enumerate(nets):
             alone = calibrate.figures(predict(net, dev_data)[0], dev_data.labels, 0.5)
