@@ -300,7 +300,7 @@ def main(argv=None) -> int:
     progress(f"  {sum(p.numel() for p in build_member(members[0]).parameters()):,} parameters" + (" each" if args.networks > 1 else ""))
     t_train = time.time()
     if together:
-        trained = train_together(members, train_data, args.threads)
+        trained = train_together(members, train_data, args.threads, scratch=out)  # the ids file beside the bundle, not in /tmp
     else:
         trained = []
         for member in members:

@@ -49,11 +49,12 @@ def build(member: Member):
     return ClefNet(**member.net)
 
 
-def train_together(members: list[Member], data: Encoded, threads: int) -> list[tuple[object, dict]]:
-    """(trained ClefNet, run figures) per member, in order; each trained in its own process with `threads` threads."""
+def train_together(members: list[Member], data: Encoded, threads: int, scratch: Path | None = None) -> list[tuple[object, dict]]:
+    """(trained ClefNet, run figures) per member, in order; each trained in its own process with `threads` threads.
+    The ids file goes in a temporary folder under `scratch` (the system's temporary folder when None)."""
     from engine.train.net import ClefNet
 
-    with tempfile.TemporaryDirectory(prefix="clef-train-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=".clef-train-", dir=scratch) as tmp:
         ids_path = Path(tmp) / "ids.npy"
         lengths = np.fromiter((len(x) for x in data.ids), dtype=np.int64, count=len(data.ids))
         np.save(ids_path, np.concatenate(data.ids) if data.ids else np.zeros(0, np.int32))
@@ -69,7 +70,10 @@ def train_together(members: list[Member], data: Encoded, threads: int) -> list[t
                                "process, one after the other, with less memory") from err  # fmt: skip
         finally:
             for k, v in saved.items():
-                os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+                if v is None:
+                    del os.environ[k]
+                else:
+                    os.environ[k] = v
     out = []
     for member, (state, run) in zip(members, done):
         net = ClefNet(**member.net)

@@ -31,10 +31,11 @@ def member(seed: int) -> Member:
 
 
 @pytest.mark.slow
-def test_networks_trained_together_equal_those_trained_in_turn():
+def test_networks_trained_together_equal_those_trained_in_turn(tmp_path):
     data = tiny_data()
     members = [member(1), member(2)]
-    together = train_together(members, data, threads=1)
+    together = train_together(members, data, threads=1, scratch=tmp_path)
+    assert list(tmp_path.iterdir()) == []  # the workers' ids file is gone
     for m, (net, run) in zip(members, together):
         alone = build(m)
         torch.set_num_threads(1)
