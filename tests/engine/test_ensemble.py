@@ -126,6 +126,11 @@ def test_trained_members_become_one_bundle_and_mismatched_ones_are_refused(tmp_p
     seq = bundles.load(tmp_path / "seq")
     assert (seq.path / "weights.pt").read_bytes() == (one.path / "weights.pt").read_bytes()
     assert seq.model_path.read_bytes() == one.model_path.read_bytes()
+    runs = {b.manifest["trained_on"]["networks_trained"]: b.manifest["trained_on"] for b in (one, seq)}
+    assert set(runs) == {"at the same time", "one after the other"}
+    # the training phase's wall clock: one after the other it holds both networks' runs
+    members = runs["one after the other"]["members"]
+    assert runs["one after the other"]["seconds"] >= sum(m["trained_on"]["seconds"] for m in members) - 0.2
 
     assert train_main([*common, "--out", str(tmp_path / "c"), "--seed", "2"]) == 0  # another tokenizer
     assert ensemble_main(["--member", str(a.path), "--member", str(tmp_path / "c"), "--corpus", str(corpus),
