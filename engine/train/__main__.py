@@ -34,7 +34,7 @@ from engine.labels import FEATURES
 from engine.train import add_int8_argument, calibrate, weights
 from engine.train.data import Encoded, canonical_parts, corpus_routing, encode_records, progress, read_jsonl
 from engine.train.loop import TrainConfig, predict, set_seed, train
-from engine.train.net import Ensemble
+from engine.train.net import ClefNet, Ensemble
 from engine.train.parallel import Member, train_together
 from engine.train.parallel import build as build_member
 from engine.train.tokenizer import train_tokenizer
@@ -288,8 +288,8 @@ def main(argv=None) -> int:
     del dev_recs  # only the ids are needed now
 
     together = args.networks > 1 and args.device == "cpu" and not args.one_at_a_time
-    how = ("at the same time" if together else "one after the other") if args.networks > 1 else ""
-    progress(f"[4/6] training {args.networks} network{'s' if args.networks > 1 else ''} {how}".rstrip())
+    how = "at the same time" if together else "one after the other"
+    progress(f"[4/6] training {args.networks} networks {how}" if args.networks > 1 else "[4/6] training")
     shape = dict(vocab=tokenizer.get_vocab_size(), n_labels=len(LABELS), n_features=len(FEATURES), d=args.dim, ffn=args.ffn, window=args.window)
     members, inits = [], [member_seed(args, k) for k in range(args.networks)]
     for k, init in enumerate(inits):
@@ -297,7 +297,9 @@ def main(argv=None) -> int:
         members.append(Member(net=shape, draw_seed=seed, config=TrainConfig(epochs=args.epochs, seed=seed)))
         if args.networks > 1:
             progress(f"  network {k + 1}: " + (f"--seed {seed}" if init is None else f"--init-seed {seed}"))
-    progress(f"  {sum(p.numel() for p in build_member(members[0]).parameters()):,} parameters" + (" each" if args.networks > 1 else ""))
+    with torch.device("meta"):  # counted without drawing weights
+        size = sum(p.numel() for p in ClefNet(**shape).parameters())
+    progress(f"  {size:,} parameters" + (" each" if args.networks > 1 else ""))
     t_train = time.time()
     if together:
         trained = train_together(members, train_data, args.threads, scratch=out)  # the ids file beside the bundle, not in /tmp
@@ -333,7 +335,7 @@ def main(argv=None) -> int:
     else:  # the shape engine.train.ensemble writes: one entry per network
         trained_on["members"] = [{"trained_on": {**{k: trained_on[k] for k in ("seed", "dev_split", "train_max_tokens")}, **r}} for r in runs]
         trained_on["seconds"] = train_seconds  # wall clock: networks trained at the same time count once
-        trained_on["networks_trained"] = "at the same time" if together else "one after the other"
+        trained_on["networks_trained"] = how
     choice, threshold = package(net, dev_data, dev_ruled, fp32_dev, out, args, trained_on)
 
     finish(out, corpus, args.install)

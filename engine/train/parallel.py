@@ -6,7 +6,7 @@ by side, each process with the run's own thread count, make more steps per secon
 with both cores to itself: on a 2-core EPYC on 2026-12-05, 1.17 times as many in bench/train_step.py's bare steps,
 and the training of two networks on 24,000 records (810 steps) took 79 and 84 s at the same time against 86 and 94 s
 one after the other, in turns (bench/RESULTS.md). The processes share the cores, so their OpenMP threads wait
-passively (`OMP_WAIT_POLICY=passive`): spinning threads of one process would take the cores the other needs (0.33 s
+passively (`OMP_WAIT_POLICY=passive`): spinning threads of one process would take the cores the other needs (0.30-0.38 s
 per step each in a first probe, slower than one at a time).
 
 Each network is trained exactly as a run trains it one after the other: the same thread count, the same seeds,
