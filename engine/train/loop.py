@@ -37,6 +37,35 @@ class TrainConfig:
     seed: int = 1
     log_every_s: float = 30.0
     max_seconds: float | None = None  # stop after this long, whatever the epochs say (None: never)
+    average: float | None = None  # keep an exponential moving average of the weights with this decay, and end on it
+
+
+class WeightAverage:
+    """An exponential moving average of a network's parameters, updated after each optimiser step: the weights
+    a run ends on, smoothed over about 1 / (1 - decay) of its last steps. Debiased as Adam's moments are, so
+    an average of few steps is not pulled towards zero."""
+
+    def __init__(self, net: torch.nn.Module, decay: float):
+        if not 0.0 < decay < 1.0:
+            raise ValueError(f"average decay must lie between 0 and 1, not {decay}")
+        self.decay = decay
+        self.steps = 0
+        self.sums = {name: torch.zeros_like(p) for name, p in net.named_parameters()}
+
+    @torch.no_grad()
+    def update(self, net: torch.nn.Module) -> None:
+        self.steps += 1
+        for name, p in net.named_parameters():
+            self.sums[name].mul_(self.decay).add_(p.detach(), alpha=1.0 - self.decay)
+
+    @torch.no_grad()
+    def state_dict(self, net: torch.nn.Module) -> dict[str, torch.Tensor]:
+        """`net`'s state with the averaged parameters in place of its own (buffers as they are)."""
+        scale = 1.0 / (1.0 - self.decay**self.steps) if self.steps else 1.0
+        state = {k: v.clone() for k, v in net.state_dict().items()}
+        for name, s in self.sums.items():
+            state[name] = s * scale
+        return state
 
 
 def set_seed(seed: int) -> None:
@@ -52,9 +81,11 @@ def planned_steps(lengths: list[int], window: int, cfg: TrainConfig) -> tuple[in
     return per_epoch, max(1, int(per_epoch * cfg.epochs))
 
 
-def train(net: ClefNet, data: Encoded, cfg: TrainConfig, log=progress) -> dict:
+def train(net: ClefNet, data: Encoded, cfg: TrainConfig, log=progress, averages: tuple = ()) -> dict:
     """Train `net` in place, on the device its weights are on (the CPU, or a GPU it was moved to). `log` takes the
-    progress lines (engine.train.parallel names the network in them)."""
+    progress lines (engine.train.parallel names the network in them). With `cfg.average`, the run keeps a moving
+    average of the weights and `net` ends on it; the caller's own `averages` (WeightAverage) are updated each step and
+    left to it (bench/weight_average.py reads the last weights and several averages of one run)."""
     set_seed(cfg.seed)
     rng = random.Random(cfg.seed)
     device = next(net.parameters()).device
@@ -72,6 +103,7 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig, log=progress) -> dict:
     label_weight = torch.ones(len(LABELS))
     label_weight[[i for i in range(len(LABELS)) if i != block]] = cfg.benign_weight
     label_weight = label_weight.to(device)
+    own = WeightAverage(net, cfg.average) if cfg.average is not None else None
     net.train()
     step, seen, t0, last = 0, 0, time.time(), 0.0
     running = {"loss": 0.0, "acc": 0.0, "n": 0}
@@ -94,6 +126,8 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig, log=progress) -> dict:
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
             opt.step()
+            for avg in (own, *averages) if own is not None else averages:
+                avg.update(net)
             step += 1
             seen += len(idx)
             running["loss"] += loss.item()
@@ -109,8 +143,11 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig, log=progress) -> dict:
                 )
                 running = {"loss": 0.0, "acc": 0.0, "n": 0}
                 last = now
+    if own is not None:
+        net.load_state_dict(own.state_dict(net))
     net.eval()
-    return {"steps": step, "sequences": seen, "seconds": round(time.time() - t0, 1), "epochs": cfg.epochs}
+    run = {"steps": step, "sequences": seen, "seconds": round(time.time() - t0, 1), "epochs": cfg.epochs}
+    return run if cfg.average is None else {**run, "average": cfg.average}
 
 
 @torch.no_grad()
