@@ -4,7 +4,7 @@
 
 One network of the recipe (d = 64, window 64, seed 1) is trained on the corpus's training split as `engine.train`
 trains it, while exponential moving averages of its weights with each `--decays` value are kept beside it
-(`engine.train.loop.WeightAverage`, what `TrainConfig.average` ends a run on). The last weights and each average are
+(`engine.train.loop.WeightAverage`). The last weights and each average are
 then scored on the run's own dev split (never trained on; no held-out file is read), so the comparison is paired:
 one run, one batch order, one seed, and no run-to-run noise between the rows. Figures per row: the model's attack
 TPR at a benign FPR of 0.05 / 0.1 / 0.2 / 0.5 %, the model alone and served (beside the default rules: a request
@@ -134,15 +134,19 @@ def chart(res: dict, path: Path) -> None:
     plt = pyplot()
     if plt is None:
         return
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for r in res["rows"]:
-        ax.plot(res["fprs_percent"], list(r["served"].values()), marker="o", label=r["weights"])
-    ax.set_xscale("log")
-    ax.set_xlabel("served benign FPR on the dev split (%)")
-    ax.set_ylabel("served attack TPR (%)")
-    ax.set_title(f"Last weights against moving averages (one run, {res['epochs']} epochs)")
-    ax.grid(alpha=0.3)
-    ax.legend()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    for ax, view, name in zip(axes, ("model", "served"), ("the model alone", "served (beside the rules)")):
+        for r in res["rows"]:
+            ax.plot(res["fprs_percent"], list(r[view].values()), marker="o", label=r["weights"])  # NaN: rules over the budget
+        ax.set_xscale("log")
+        ax.set_xticks(res["fprs_percent"], [f"{f:g}" for f in res["fprs_percent"]])
+        ax.minorticks_off()
+        ax.set_xlabel("benign FPR on the dev split (%)")
+        ax.set_ylabel("attack TPR (%)")
+        ax.set_title(name)
+        ax.grid(alpha=0.3)
+    axes[0].legend()
+    fig.suptitle(f"Last weights against moving averages of them: one run, {res['epochs']:g} epochs, {res['steps']:,} steps")
     save(plt, fig, path)
 
 

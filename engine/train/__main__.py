@@ -243,10 +243,6 @@ def parse_args(argv=None) -> argparse.Namespace:
                          "same time in a process each (the same weights either way; at the same time is about a tenth "
                          "faster on 2 cores and holds about 2 GB more per network: engine/train/parallel.py)")
     ap.add_argument("--epochs", type=float, default=3.0, help="passes over the training split (default 3: the default bundle's)")
-    ap.add_argument("--average", type=float, default=None, metavar="DECAY",
-                    help="end each network on an exponential moving average of its weights with this decay (for example "
-                         "0.999: about its last thousand steps) rather than on its last weights; bench/weight_average.py "
-                         "compares the two on one run")
     ap.add_argument("--dev-split", choices=("groups", "mixed"), default="mixed",
                     help="how the calibration split is held out: whole groups (payload templates, text sources) but "
                          "single records of generator families (mixed, the default), or whole groups throughout")
@@ -298,7 +294,7 @@ def main(argv=None) -> int:
     members, inits = [], [member_seed(args, k) for k in range(args.networks)]
     for k, init in enumerate(inits):
         seed = args.seed if init is None else init
-        members.append(Member(net=shape, draw_seed=seed, config=TrainConfig(epochs=args.epochs, seed=seed, average=args.average)))
+        members.append(Member(net=shape, draw_seed=seed, config=TrainConfig(epochs=args.epochs, seed=seed)))
         if args.networks > 1:
             progress(f"  network {k + 1}: " + (f"--seed {seed}" if init is None else f"--init-seed {seed}"))
     with torch.device("meta"):  # counted without drawing weights

@@ -37,13 +37,14 @@ class TrainConfig:
     seed: int = 1
     log_every_s: float = 30.0
     max_seconds: float | None = None  # stop after this long, whatever the epochs say (None: never)
-    average: float | None = None  # keep an exponential moving average of the weights with this decay, and end on it
 
 
 class WeightAverage:
     """An exponential moving average of a network's parameters, updated after each optimiser step: the weights
     a run ends on, smoothed over about 1 / (1 - decay) of its last steps. Debiased as Adam's moments are, so
-    an average of few steps is not pulled towards zero."""
+    an average of few steps is not pulled towards zero. Only bench/weight_average.py keeps one: on the recipe's
+    schedule (cosine decay to a twentieth of the learning rate) no average scored better on the dev split than the
+    last weights (bench/RESULTS.md), so runs end on their last weights."""
 
     def __init__(self, net: torch.nn.Module, decay: float):
         if not 0.0 < decay < 1.0:
@@ -83,9 +84,8 @@ def planned_steps(lengths: list[int], window: int, cfg: TrainConfig) -> tuple[in
 
 def train(net: ClefNet, data: Encoded, cfg: TrainConfig, log=progress, averages: tuple = ()) -> dict:
     """Train `net` in place, on the device its weights are on (the CPU, or a GPU it was moved to). `log` takes the
-    progress lines (engine.train.parallel names the network in them). With `cfg.average`, the run keeps a moving
-    average of the weights and `net` ends on it; the caller's own `averages` (WeightAverage) are updated each step and
-    left to it (bench/weight_average.py reads the last weights and several averages of one run)."""
+    progress lines (engine.train.parallel names the network in them). `averages` (WeightAverage) are updated after
+    each step and left to the caller (bench/weight_average.py reads the last weights and several averages of one run)."""
     set_seed(cfg.seed)
     rng = random.Random(cfg.seed)
     device = next(net.parameters()).device
@@ -103,7 +103,6 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig, log=progress, averages:
     label_weight = torch.ones(len(LABELS))
     label_weight[[i for i in range(len(LABELS)) if i != block]] = cfg.benign_weight
     label_weight = label_weight.to(device)
-    own = WeightAverage(net, cfg.average) if cfg.average is not None else None
     net.train()
     step, seen, t0, last = 0, 0, time.time(), 0.0
     running = {"loss": 0.0, "acc": 0.0, "n": 0}
@@ -126,7 +125,7 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig, log=progress, averages:
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
             opt.step()
-            for avg in (own, *averages) if own is not None else averages:
+            for avg in averages:
                 avg.update(net)
             step += 1
             seen += len(idx)
@@ -143,11 +142,8 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig, log=progress, averages:
                 )
                 running = {"loss": 0.0, "acc": 0.0, "n": 0}
                 last = now
-    if own is not None:
-        net.load_state_dict(own.state_dict(net))
     net.eval()
-    run = {"steps": step, "sequences": seen, "seconds": round(time.time() - t0, 1), "epochs": cfg.epochs}
-    return run if cfg.average is None else {**run, "average": cfg.average}
+    return {"steps": step, "sequences": seen, "seconds": round(time.time() - t0, 1), "epochs": cfg.epochs}
 
 
 @torch.no_grad()
