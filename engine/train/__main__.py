@@ -210,6 +210,15 @@ def package(net, dev_data, dev_ruled, fp32_dev: dict, out: Path, args, trained_o
     return choice, threshold
 
 
+def network_threads(args) -> int:
+    """The threads each network trains with: --network-threads, or --threads shared among the networks (two
+    networks on two cores: one thread each, bench/RESULTS.md). A network's weights depend on its thread count (the
+    order of its sums), so the same count gives the same weights whether the networks train together or in turn."""
+    if args.network_threads is not None:
+        return args.network_threads
+    return max(1, args.threads // args.networks)
+
+
 def member_seed(args, k: int) -> int | None:
     """The --init-seed of network k of a `--networks N` run: the first is the plain command's (None: --seed's), each
     next one the one after, so `--networks 2` trains what `--init-seed` runs of one recipe train one at a time."""
@@ -256,6 +265,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--max-tokens", type=int, default=65536, help="the bundle's serving token budget")
     ap.add_argument("--target-fpr", type=float, default=0.001, help="benign FPR the block threshold is calibrated to")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--network-threads", type=int, default=None, metavar="N",
+                    help="threads each network trains with (default: --threads shared among the networks, at least one "
+                         "each: on 2 cores two networks train with one thread each, about a tenth faster than with two "
+                         "each). The weights depend on it, not on whether the networks train together or in turn; "
+                         "clef-default 0.11.x was trained with 2")
     ap.add_argument("--device", default="cpu",
                     help="where the training steps run: cpu (the documented recipe) or a PyTorch device such as cuda; "
                          "export, int8 and calibration run on the CPU either way, and a GPU run's weights are not bit "
@@ -266,6 +280,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     if args.networks < 1:
         ap.error("--networks must be 1 or more")
+    if args.network_threads is not None and args.network_threads < 1:
+        ap.error("--network-threads must be 1 or more")
     return args
 
 
@@ -300,15 +316,19 @@ def main(argv=None) -> int:
     with torch.device("meta"):  # counted without drawing weights
         size = sum(p.numel() for p in ClefNet(**shape).parameters())
     progress(f"  {size:,} parameters" + (" each" if args.networks > 1 else ""))
+    threads = network_threads(args)
+    progress(f"  {threads} thread{'s' if threads > 1 else ''}" + (" each" if args.networks > 1 else ""))
     t_train = time.time()
     if together:
-        trained = train_together(members, train_data, args.threads, scratch=out)  # the ids file beside the bundle, not in /tmp
+        trained = train_together(members, train_data, threads, scratch=out)  # the ids file beside the bundle, not in /tmp
     else:
         trained = []
+        torch.set_num_threads(threads)
         for member in members:
             net = build_member(member).to(args.device)
             run = train(net, train_data, member.config)
             trained.append((net.cpu(), run))  # export, int8 and calibration run on the CPU
+        torch.set_num_threads(args.threads)
     train_seconds = round(time.time() - t_train, 1)
     nets = [net for net, _ in trained]
     runs = [{**({"init_seed": init} if init is not None else {}), **run} for init, (_, run) in zip(inits, trained)]
@@ -328,6 +348,7 @@ def main(argv=None) -> int:
         "seed": args.seed,
         "dev_split": args.dev_split,
         "train_max_tokens": args.train_max_tokens,
+        "threads_per_network": threads,
         **({"device": args.device} if args.device != "cpu" else {}),
     }
     if len(runs) == 1:

@@ -128,6 +128,7 @@ def test_trained_members_become_one_bundle_and_mismatched_ones_are_refused(tmp_p
     assert seq.model_path.read_bytes() == one.model_path.read_bytes()
     runs = {b.manifest["trained_on"]["networks_trained"]: b.manifest["trained_on"] for b in (one, seq)}
     assert set(runs) == {"at the same time", "one after the other"}
+    assert {r["threads_per_network"] for r in runs.values()} == {1}  # --threads 1 shared: still one each
     # the training phase's wall clock: one after the other it holds both networks' runs
     members = runs["one after the other"]["members"]
     assert runs["one after the other"]["seconds"] >= sum(m["trained_on"]["seconds"] for m in members) - 0.2

@@ -67,3 +67,15 @@ def test_an_error_in_a_worker_reaches_the_caller():
     broken = Member(net={**SHAPE, "act": "nope"}, draw_seed=1, config=TrainConfig(epochs=1))
     with pytest.raises(KeyError, match="nope"):
         train_together([member(1), broken], tiny_data(), threads=1)
+
+
+def test_the_networks_share_the_run_s_threads_unless_told():
+    from engine.train.__main__ import network_threads, parse_args
+
+    assert network_threads(parse_args(["--networks", "2"])) == 1  # two networks on the default 2 threads: one each
+    assert network_threads(parse_args(["--networks", "2", "--threads", "8"])) == 4
+    assert network_threads(parse_args(["--networks", "3"])) == 1  # never none
+    assert network_threads(parse_args([])) == 2  # one network keeps them all
+    assert network_threads(parse_args(["--networks", "2", "--network-threads", "2"])) == 2  # how 0.11.x was trained
+    with pytest.raises(SystemExit):
+        parse_args(["--network-threads", "0"])
