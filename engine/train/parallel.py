@@ -2,14 +2,16 @@
 
 A network of the default's size keeps two cores only partly busy: its layers are small (d = 64), and much of a
 step is element-wise work, Python and operator overhead between short parallel regions. Two networks trained side
-by side, each process with the run's own thread count, make more steps per second between them than one network
-with both cores to itself: on a 2-core EPYC on 2026-12-05, 1.17 times as many in bench/train_step.py's bare steps,
-and the training of two networks on 24,000 records (810 steps) took 79 and 84 s at the same time against 86 and 94 s
-one after the other, in turns (bench/RESULTS.md). The processes share the cores, so their OpenMP threads wait
-passively (`OMP_WAIT_POLICY=passive`): spinning threads of one process would take the cores the other needs (0.30-0.38 s
-per step each in a first probe, slower than one at a time).
+by side make more steps per second between them than one network with both cores to itself: on a 2-core EPYC on
+2026-12-05, with two threads each, 1.17 times as many in bench/train_step.py's bare steps, and the training of two
+networks on 24,000 records took 79 and 84 s at the same time against 86 and 94 s one after the other, in turns
+(bench/RESULTS.md). With one thread each (what `python -m engine.train` now gives two networks on two cores,
+`--network-threads`), bare steps are 1.10x faster again and that 24,000-record run took 72-77 s against 82-84 s.
+The processes share the cores, so their OpenMP threads wait passively (`OMP_WAIT_POLICY=passive`): spinning threads
+of one process would take the cores the other needs (0.30-0.38 s per step each in a first probe, slower than one at
+a time).
 
-Each network is trained exactly as a run trains it one after the other: the same thread count, the same seeds,
+Each network is trained exactly as a run trains it one after the other: the same thread count (`threads`), the same seeds,
 the same steps, so the weights are the same bit for bit (tests/engine/test_ensemble.py). The training ids go to
 the workers through one memory-mapped file, not a copy per process.
 """
