@@ -113,7 +113,8 @@ def test_trained_members_become_one_bundle_and_mismatched_ones_are_refused(tmp_p
     assert np.abs(want - labels).max() < 0.1  # the int8 graph serves the members' mean
 
     # one command, `--networks 2`, makes the same bundle as the two runs and the join
-    assert train_main([*common, "--out", str(tmp_path / "one"), "--networks", "2", "--version", "9.9.9"]) == 0
+    # (--threads 2 shared between two networks: one each, as the members above trained with --threads 1)
+    assert train_main([*common, "--out", str(tmp_path / "one"), "--networks", "2", "--version", "9.9.9", "--threads", "2"]) == 0
     one = bundles.load(tmp_path / "one")
     assert one.manifest["thresholds"] == m["thresholds"] and one.manifest["quantization"] == m["quantization"]
     assert one.model_path.read_bytes() == e.model_path.read_bytes()
@@ -121,14 +122,15 @@ def test_trained_members_become_one_bundle_and_mismatched_ones_are_refused(tmp_p
     assert one.manifest["eval"] == m["eval"] | {k: {**m["eval"][k], "latency": one.manifest["eval"][k]["latency"]} for k in m["eval"]}
     assert "2 networks at the same time" in capsys.readouterr().err  # each in its own process (engine.train.parallel)
     # ... and one after the other, in this process: the same weights, bit for bit
-    assert train_main([*common, "--out", str(tmp_path / "seq"), "--networks", "2", "--version", "9.9.9", "--one-at-a-time"]) == 0
+    assert train_main([*common, "--out", str(tmp_path / "seq"), "--networks", "2", "--version", "9.9.9", "--one-at-a-time",
+                       "--threads", "2"]) == 0  # in turn, each still with its one thread: the same weights  # fmt: skip
     assert "2 networks one after the other" in capsys.readouterr().err
     seq = bundles.load(tmp_path / "seq")
     assert (seq.path / "weights.pt").read_bytes() == (one.path / "weights.pt").read_bytes()
     assert seq.model_path.read_bytes() == one.model_path.read_bytes()
     runs = {b.manifest["trained_on"]["networks_trained"]: b.manifest["trained_on"] for b in (one, seq)}
     assert set(runs) == {"at the same time", "one after the other"}
-    assert {r["threads_per_network"] for r in runs.values()} == {1}  # --threads 1 shared: still one each
+    assert {r["threads_per_network"] for r in runs.values()} == {1}
     # the training phase's wall clock: one after the other it holds both networks' runs
     members = runs["one after the other"]["members"]
     assert runs["one after the other"]["seconds"] >= sum(m["trained_on"]["seconds"] for m in members) - 0.2
