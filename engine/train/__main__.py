@@ -10,6 +10,8 @@
 `--networks 2` trains two networks at the same time, each in its own process (the second as `--init-seed 2` would;
 `--one-at-a-time` trains the same weights one after the other), on one tokenizer, encoding and dev split, and
 packages them averaged in one graph: the default bundle's recipe in one command.
+`--calibration FILE` sets the block threshold on more benign requests than the dev split's, held out of the run
+the same way (engine/train/calibration.py makes them from other builds of the corpus).
 `--install` copies the result over the packaged default bundle (engine/bundles/default).
 """
 
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import pickle
 import random
 import shutil
@@ -32,6 +33,7 @@ from engine import bundle as bundles
 from engine.canonical import VERSION as CANONICAL_VERSION
 from engine.labels import FEATURES
 from engine.train import add_int8_argument, calibrate, weights
+from engine.train.calibration import CalibrationError, group_key, in_dev
 from engine.train.data import Encoded, canonical_parts, corpus_routing, encode_records, progress, read_jsonl
 from engine.train.loop import TrainConfig, predict, set_seed, train
 from engine.train.net import ClefNet, Ensemble
@@ -50,17 +52,9 @@ def split_dev(records: list[dict], share: float, seed: int, how: str = "mixed") 
     text sources, generator families). `mixed`: whole groups, except that generator families (`gen:…`, which
     the corpus already splits into train and test page variants) give single records, so no family of
     benign traffic is left out of training altogether."""
-
-    def bucket(key: str) -> float:
-        h = hashlib.blake2b(f"{seed}:{key}".encode(), digest_size=8).digest()
-        return int.from_bytes(h, "big") / 2**64
-
     train, dev = [], []
     for i, r in enumerate(records):
-        key = r.get("group") or json.dumps(r, sort_keys=True)[:200]
-        if how == "mixed" and key.startswith("gen:"):
-            key = f"{key}#{i}"
-        (dev if bucket(key) < share else train).append(r)
+        (dev if in_dev(group_key(r), i, seed, how, share) else train).append(r)
     return train, dev
 
 
@@ -136,6 +130,22 @@ def encode_corpus(corpus: Path, tokenizer_path: Path, args) -> tuple[Encoded, En
     return train_data, dev_data, dev_recs, tokenizer, train_sha256
 
 
+def calibration_requests(path: Path, train_sha256: str, tokenizer, args) -> calibrate.Extra:
+    """The benign requests of `path` (engine.train.calibration) for the threshold, checked to be made for this run
+    (train.jsonl, seed, dev split), encoded as the dev split is, with the rules' verdicts beside them."""
+    from engine.train.calibration import load
+
+    records, record = load(path, train_sha256, args.seed, args.dev_split)
+    progress(f"  {len(records):,} calibration requests ({path}, from the builds with seeds "
+             f"{', '.join(str(b.get('seed')) for b in record.get('builds', []))})")  # fmt: skip
+    parts = canonical_cached(path, record["sha256"], records, args, "calibration")
+    data = encode_records(records, tokenizer, args.max_tokens, args.threads, progress, parts)
+    t0 = time.time()
+    ruled = calibrate.rules_blocks(records, data.cut, procs=args.threads)
+    progress(f"  rules on the calibration requests: {int(ruled.sum())} blocked ({time.time() - t0:.0f} s)")
+    return calibrate.Extra(data, ruled, record)
+
+
 def eval_figures(res: dict) -> dict:
     """What bundle.json keeps of an `engine.eval.evaluate(..., rules=True)` result: the model's own figures,
     and under "with_rules" the gateway's default decision (the model, then the rules)."""
@@ -176,16 +186,17 @@ def finish(out: Path, corpus: Path, install: bool) -> dict:
     return manifest
 
 
-def package(net, dev_data, dev_ruled, fp32_dev: dict, out: Path, args, trained_on: dict) -> tuple[str, float]:
+def package(net, dev_data, dev_ruled, fp32_dev: dict, out: Path, args, trained_on: dict,
+            extra: calibrate.Extra | None = None) -> tuple[str, float]:  # fmt: skip
     """[5/6]: export `net` (a ClefNet or an Ensemble), quantise it to int8 (the better format on the dev split),
-    calibrate the block threshold on the dev split beside the rules, and write model.onnx, weights.pt and
-    bundle.json to `out` (tokenizer.json is already there). Training and `engine.train.ensemble` both end here."""
+    calibrate the block threshold on the dev split (and `extra`'s benign requests) beside the rules, and write
+    model.onnx, weights.pt and bundle.json to `out` (tokenizer.json is already there). Training and
+    `engine.train.ensemble` both end here."""
     progress("[5/6] export and int8 quantisation")
     choice, measured = calibrate.int8(net, dev_data, fp32_dev, out / "model.onnx", args.seed, form=args.int8, layout=args.int8_layout)
-    alone = calibrate.alone_scorer(out / "model.onnx", dev_data, net.window)
-    threshold, dev_scores = calibrate.settled_threshold(measured[choice]["probs"], dev_data.labels, args.target_fpr, dev_ruled, alone)
-    union = calibrate.figures(dev_scores, dev_data.labels, threshold, dev_ruled)
-    progress(f"  chose {choice} int8; block threshold {threshold:.4f} (model's share of dev benign FPR: "
+    threshold, union, calibration = calibrate.set_threshold(out / "model.onnx", net.window, dev_data, measured[choice]["probs"],
+                                                            dev_ruled, args.target_fpr, extra)  # fmt: skip
+    progress(f"  chose {choice} int8; block threshold {threshold:.4f} (model's share of benign FPR: "
              f"{args.target_fpr}); dev with the rules: TPR {union['tpr']:.4f} FPR {union['fpr']:.4f}")
     manifest = {
         "name": args.name,
@@ -202,6 +213,7 @@ def package(net, dev_data, dev_ruled, fp32_dev: dict, out: Path, args, trained_o
         "thresholds": {"block": round(threshold, 6)},
         "routing": corpus_routing(Path(args.corpus) / "train.jsonl", args.limit),
         "dev_with_rules": union,
+        **({"calibration": calibration} if calibration else {}),
         "trained_on": trained_on,
         "sha256": {},
     }
@@ -264,6 +276,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="longer training sequences keep the head, the body's head and its tail (default 8192)")
     ap.add_argument("--max-tokens", type=int, default=65536, help="the bundle's serving token budget")
     ap.add_argument("--target-fpr", type=float, default=0.001, help="benign FPR the block threshold is calibrated to")
+    ap.add_argument("--calibration", default=None, metavar="FILE",
+                    help="more benign requests held out of this run to set the threshold on, beside the dev split's: "
+                         "what `python -m engine.train.calibration` writes for this corpus, seed and dev split")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--network-threads", type=int, default=None, metavar="N",
                     help="threads each network trains with (default: --threads shared among the networks, at least one "
@@ -299,6 +314,13 @@ def main(argv=None) -> int:
 
     train_data, dev_data, dev_recs, tokenizer, train_sha256 = encode_corpus(corpus, out / "tokenizer.json", args)
     n_train, n_dev = len(train_data.ids), len(dev_recs)
+    extra = None
+    if args.calibration:
+        try:
+            extra = calibration_requests(Path(args.calibration), train_sha256, tokenizer, args)
+        except CalibrationError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     progress("  rules on the dev split (the model serves beside them)")
     dev_ruled = calibrate.rules_blocks(dev_recs, dev_data.cut)
     del dev_recs  # only the ids are needed now
@@ -357,7 +379,7 @@ def main(argv=None) -> int:
         trained_on["members"] = [{"trained_on": {**{k: trained_on[k] for k in ("seed", "dev_split", "train_max_tokens")}, **r}} for r in runs]
         trained_on["seconds"] = train_seconds  # wall clock: networks trained at the same time count once
         trained_on["networks_trained"] = how
-    choice, threshold = package(net, dev_data, dev_ruled, fp32_dev, out, args, trained_on)
+    choice, threshold = package(net, dev_data, dev_ruled, fp32_dev, out, args, trained_on, extra)
 
     finish(out, corpus, args.install)
     announce(out, args, t_start)

@@ -15,6 +15,7 @@ import random
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -42,11 +43,18 @@ def figures(probs: np.ndarray, labels: np.ndarray, threshold: float, ruled: np.n
             "routing_accuracy": round(routing, 5), "threshold": threshold}  # fmt: skip
 
 
-def measure_onnx(path: Path, data: Encoded, window: int) -> dict:
-    sess = open_session(str(path), threads=1)  # as the gateway runs it, so the timings compare
+def score_onnx(sess_or_path, data: Encoded, window: int) -> np.ndarray:
+    """Label scores of every row of `data` from the int8 model (a session or a path), in length-grouped batches."""
+    sess = open_session(str(sess_or_path), threads=1) if isinstance(sess_or_path, (str, Path)) else sess_or_path
     probs = np.zeros((len(data.ids), len(LABELS)), dtype=np.float32)
     for idx in batches([len(x) for x in data.ids], 65536, window, random.Random(0)):
         probs[idx] = sess.run(None, {"input_ids": pad(data.ids, idx, window)})[0]
+    return probs
+
+
+def measure_onnx(path: Path, data: Encoded, window: int) -> dict:
+    sess = open_session(str(path), threads=1)  # as the gateway runs it, so the timings compare
+    probs = score_onnx(sess, data, window)
     typical = [i for i, x in enumerate(data.ids) if len(x) <= 256][:200] or list(range(min(200, len(data.ids))))
     times = []
     for i in typical:
@@ -165,6 +173,50 @@ def settled_threshold(probs: np.ndarray, labels: np.ndarray, target_fpr: float, 
     threshold = block_threshold(settled, labels, target_fpr, ruled)
     log(f"  settled {n} dev requests near the threshold alone: {first:.4f} -> {threshold:.4f}")
     return threshold, settled
+
+
+@dataclass
+class Extra:
+    """Benign requests beyond the dev split to set the threshold on (engine.train.calibration): encoded, which of
+    them the rules block, and the calibration file's record."""
+
+    data: Encoded
+    ruled: np.ndarray
+    record: dict
+
+
+def joined(a: Encoded, b: Encoded) -> Encoded:
+    cut = None if a.cut is None or b.cut is None else np.concatenate([a.cut, b.cut])
+    return Encoded(a.ids + b.ids, np.concatenate([a.labels, b.labels]), np.concatenate([a.features, b.features]),
+                   a.groups + b.groups, cut=cut)  # fmt: skip
+
+
+def set_threshold(model: Path, window: int, dev: Encoded, dev_probs: np.ndarray, dev_ruled: np.ndarray, target_fpr: float,
+                  extra: Extra | None = None, log: Callable[[str], None] = progress) -> tuple[float, dict, dict | None]:  # fmt: skip
+    """(threshold, dev figures with the rules at it, bundle.json's "calibration" or None): the settled block threshold
+    of the int8 model at `model` on the dev split's benign requests, and on `extra`'s too when given (scored here)."""
+    data, probs, ruled = dev, dev_probs, dev_ruled
+    if extra is not None:
+        t0 = time.time()
+        extra_probs = score_onnx(model, extra.data, window)
+        log(f"  scored {len(extra.data.ids):,} calibration requests in {time.time() - t0:.0f} s")
+        data, probs, ruled = joined(dev, extra.data), np.concatenate([dev_probs, extra_probs]), np.concatenate([dev_ruled, extra.ruled])
+    threshold, settled = settled_threshold(probs, data.labels, target_fpr, ruled, alone_scorer(model, data, window), log)
+    union = figures(settled[: len(dev.ids)], dev.labels, threshold, dev_ruled)
+    if extra is None:
+        return threshold, union, None
+    n = len(dev.ids)
+    model_blocks = (settled[n:, BLOCK] >= threshold) & ~extra.ruled
+    record = {
+        "benign_requests": int((dev.labels != BLOCK).sum()) + len(extra.data.ids),
+        "dev_benign": int((dev.labels != BLOCK).sum()),
+        "extra": {"requests": len(extra.data.ids), "sha256": extra.record.get("sha256"),
+                  "builds": [b.get("seed") for b in extra.record.get("builds", [])],
+                  "blocked_by_rules": int(extra.ruled.sum()), "blocked_by_model_only": int(model_blocks.sum())},  # fmt: skip
+    }
+    log(f"  calibration: {record['benign_requests']:,} benign requests (dev {record['dev_benign']:,}); of the "
+        f"{len(extra.data.ids):,} others the rules block {int(extra.ruled.sum())}, the model {int(model_blocks.sum())} more")  # fmt: skip
+    return threshold, union, record
 
 
 def threshold_allowing(scores: np.ndarray, allowed: int) -> float:
