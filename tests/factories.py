@@ -371,3 +371,15 @@ def cms_page_save(extra: str = "") -> Features:
 def padding_leaves(n: int) -> list[dict]:
     """`n` distinct prose JSON leaves: more than rules.targets.PER_KIND of them make the rules read a run."""
     return [{"note": f"line {i} of the export, with words"} for i in range(n)]
+
+
+def bench_script(name: str):
+    """bench/NAME.py loaded as a module (bench/ holds scripts, not a package): what the benchmarks' tests call."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -43,11 +43,19 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    from tokenizers import Tokenizer
+
     from engine.train import calibrate
-    from engine.train.__main__ import announce, calibration_requests, canonical_cached, file_sha256, finish, split_dev
+    from engine.train.__main__ import (
+        announce,
+        calibration_requests,
+        canonical_cached,
+        file_sha256,
+        finish,
+        split_dev,
+    )
     from engine.train.data import encode_records, read_jsonl
     from engine.train.ensemble import training_run
-    from tokenizers import Tokenizer
 
     t_start = time.time()
     corpus, out = Path(args.corpus), Path(args.out)

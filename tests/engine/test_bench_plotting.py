@@ -1,13 +1,12 @@
 """bench/plotting.py: every benchmark's chart goes through it, so a missing bench extra costs the chart only."""
 
-import importlib.util
 import sys
 from pathlib import Path
 
+from tests.factories import bench_script
+
 ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("bench_plotting", ROOT / "bench" / "plotting.py")
-plotting = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(plotting)
+plotting = bench_script("plotting")
 
 
 def test_without_matplotlib_there_is_no_chart_and_a_note(monkeypatch, capsys):

@@ -8,7 +8,14 @@ import random
 
 import pytest
 
-from engine.train.calibration import CalibrationError, fingerprint, group_key, in_dev, load, make
+from engine.train.calibration import (
+    CalibrationError,
+    fingerprint,
+    group_key,
+    in_dev,
+    load,
+    make,
+)
 from engine.train.calibration import main as calibration_main
 from tests.factories import labelled_record
 

@@ -3,7 +3,6 @@ installed) the default scored on an emulated CPU without VNNI."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import platform
 import shutil
@@ -15,11 +14,9 @@ import pytest
 from engine import bundle as bundles
 from engine.eval import features_of
 from engine.model import Model
+from tests.factories import bench_script
 
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("bench_cpu_paths", ROOT / "bench" / "cpu_paths.py")
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = bench_script("cpu_paths")
 
 
 def test_compare_counts_how_far_scores_moved_and_the_decisions_that_differ():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
 import subprocess
@@ -11,12 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.factories import dev_split_corpus
+from tests.factories import bench_script, dev_split_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("bench_dev_errors", ROOT / "bench" / "dev_errors.py")
-dev_errors = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(dev_errors)
+dev_errors = bench_script("dev_errors")
 
 
 def test_errors_are_counted_by_group_and_their_concentration_is_read_off_the_largest():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine.corpus.build import build
+from tests.factories import bench_script
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data"
@@ -43,9 +43,7 @@ def test_a_run_builds_evasions_of_dev_groups_only_and_reports_each_transform(tmp
 
 
 def test_evasions_come_from_the_given_groups_only():
-    spec = importlib.util.spec_from_file_location("bench_dev_evasions", ROOT / "bench" / "dev_evasions.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = bench_script("dev_evasions")
     from engine.corpus import sources
     from engine.corpus.build import prepare
 

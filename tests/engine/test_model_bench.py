@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 from engine import bundle as bundles
 from engine.model import DISABLED_OPTIMIZERS, Model
+from tests.factories import bench_script
 
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("bench_model", ROOT / "bench" / "model.py")
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = bench_script("model")
 
 
 def test_real_requests_are_sampled_evenly_and_measured(tmp_path):

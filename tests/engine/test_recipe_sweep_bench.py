@@ -12,14 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.factories import dev_split_corpus
+from tests.factories import bench_script, dev_split_corpus
 
 pytest.importorskip("torch")
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "recipe_sweep.py"
-spec = importlib.util.spec_from_file_location("bench_recipe_sweep", SCRIPT)
-sweep = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(sweep)
+sweep = bench_script("recipe_sweep")
 
 
 def test_tpr_is_read_at_the_threshold_the_benign_budget_allows():

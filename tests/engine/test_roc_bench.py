@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
+from tests.factories import bench_script
+
 ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("bench_roc", ROOT / "bench" / "roc.py")
-roc = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(roc)
+roc = bench_script("roc")
 
 
 def test_the_threshold_at_a_false_positive_rate_blocks_at_most_that_share():

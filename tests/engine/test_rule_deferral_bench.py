@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -10,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
+from tests.factories import bench_script
+
 ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("bench_rule_deferral", ROOT / "bench" / "rule_deferral.py")
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = bench_script("rule_deferral")
 
 
 def test_only_a_block_made_by_noisy_rules_alone_gives_way_and_only_under_the_score():

@@ -11,12 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from tests.factories import dev_split_corpus, labelled_record
+from tests.factories import bench_script, dev_split_corpus, labelled_record
 
 ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("bench_threshold_noise", ROOT / "bench" / "threshold_noise.py")
-noise = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(noise)
+noise = bench_script("threshold_noise")
 
 
 def scored(scores, attack, ruled=None, groups=None) -> dict:

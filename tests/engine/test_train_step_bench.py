@@ -3,16 +3,13 @@ processes at once."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("bench_train_step", ROOT / "bench" / "train_step.py")
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+from tests.factories import bench_script
+
+bench = bench_script("train_step")
 
 
 def test_the_summary_takes_medians_over_turns_and_ratios_to_the_first_set():

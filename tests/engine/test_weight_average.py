@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.factories import dev_split_corpus
+from tests.factories import bench_script, dev_split_corpus
 
 torch = pytest.importorskip("torch")
 
@@ -22,9 +22,7 @@ from tests.engine.test_parallel import SHAPE, tiny_data  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "bench" / "weight_average.py"
-spec = importlib.util.spec_from_file_location("bench_weight_average", SCRIPT)
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = bench_script("weight_average")
 
 
 def test_the_average_is_debiased_and_weighs_recent_steps_more():
