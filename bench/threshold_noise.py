@@ -10,6 +10,10 @@ the bundle's seed and dev-split mode, so the bundle never trained on them), scor
 resamples the dev benign requests `--rounds` times (with replacement; by request, and by whole group) and sets the
 threshold again by the same rule each time. It prints the spread of those thresholds and, on `corpus/test.jsonl`,
 what each one would block served (the rules beside the model) and the threshold the test split itself would want.
+With `--calibration FILE` (engine.train.calibration: benign requests from other builds, held out of the bundle's
+run as its dev split is), they join the dev benign requests, as `python -m engine.train --calibration` reads them:
+the spread then shows what a calibration set ten times larger pins, resampled by request, and what it cannot,
+resampled by group (its requests render the dev split's own groups again).
 
 Writes threshold_noise.json and threshold_noise.png under --out. The test figures explain a calibration; they must
 never set one (the test split is held out for measuring).
@@ -111,7 +115,8 @@ def chart(result: dict, draws: dict[str, np.ndarray], test: dict[str, np.ndarray
         h2, l2 = ax2.get_legend_handles_labels()
         handles, labels = handles + h2, labels + l2
     ax.legend(handles, labels, loc="upper left", fontsize=8)
-    ax.set_title(f"{result['bundle']}: where its threshold could have landed ({result['dev_benign']:,} dev benign)")
+    what = "dev and calibration benign" if result.get("calibration") else "dev benign"
+    ax.set_title(f"{result['bundle']}: where its threshold could have landed ({result['dev_benign']:,} {what})")
     return save(plt, fig, out / "threshold_noise.png", dpi=120)
 
 
@@ -122,8 +127,9 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=1000)
     ap.add_argument("--out", default="bench/results/threshold-noise")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--calibration", default=None, metavar="FILE", help="more held-out benign requests beside the dev split's")
     args = ap.parse_args(argv)
-    from engine.train.__main__ import bundle_split
+    from engine.train.__main__ import bundle_split, file_sha256
 
     t0 = time.time()
     bundle = bundles.load(None if args.bundle == "DEFAULT" else args.bundle, allow_rejected=True)
@@ -133,6 +139,14 @@ def main(argv=None) -> int:
     _, dev_recs = bundle_split(bundle, corpus / "train.jsonl", log=log)
     log(f"[1/3] {bundle.id}: scoring its dev split ({len(dev_recs):,} requests) ({time.time() - t0:.0f}s)")
     dev = score(model, dev_recs)
+    if args.calibration:
+        from engine.train.calibration import load
+
+        run = bundle.manifest.get("trained_on", {})
+        extra, _ = load(Path(args.calibration), file_sha256(corpus / "train.jsonl"), int(run.get("seed", 1)), run.get("dev_split", "mixed"))
+        log(f"      and {len(extra):,} calibration requests ({args.calibration}) ({time.time() - t0:.0f}s)")
+        more = score(model, extra)
+        dev = {k: np.concatenate([dev[k], more[k]]) for k in dev}
     test = None
     if (corpus / "test.jsonl").exists():
         log(f"[2/3] scoring {corpus / 'test.jsonl'} ({time.time() - t0:.0f}s)")
@@ -142,7 +156,8 @@ def main(argv=None) -> int:
         "bundle": bundle.id,
         "bundle_threshold": bundle.manifest.get("thresholds", {}).get("block"),
         "dev_threshold": threshold(dev, everything, target),
-        "dev_benign": int((~dev["attack"]).sum()),
+        "dev_benign": int((~dev["attack"]).sum()),  # with --calibration, its requests too
+        "calibration": args.calibration,
         "dev_benign_the_model_may_block": int(np.floor(target * (~dev["attack"]).sum())),
         "rounds": args.rounds,
     }
@@ -162,7 +177,8 @@ def main(argv=None) -> int:
     (out / "threshold_noise.json").write_text(json.dumps(result, indent=1) + "\n")
     png = chart(result, draws, test, out)
 
-    print(f"\n{bundle.id}: dev threshold {result['dev_threshold']:.4f} from {result['dev_benign']:,} dev benign requests "
+    what = "dev and calibration" if args.calibration else "dev"
+    print(f"\n{bundle.id}: dev threshold {result['dev_threshold']:.4f} from {result['dev_benign']:,} {what} benign requests "
           f"(the model may add {result['dev_benign_the_model_may_block']} of them)")  # fmt: skip
     if test is not None:
         at = result["test_at_dev_threshold"]

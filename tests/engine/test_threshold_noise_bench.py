@@ -58,3 +58,17 @@ def test_a_run_on_the_default_model_writes_figures_and_a_chart(tmp_path):
         assert not (out / "threshold_noise.png").exists()
     else:
         assert (out / "threshold_noise.png").stat().st_size > 1000
+
+    # calibration requests from another build join the dev benign requests
+    from engine.train.calibration import make
+
+    dev_split_corpus(tmp_path / "build", random.Random(9))
+    made = make(corpus, [tmp_path / "build"], 1, "mixed", corpus / "calibration.jsonl", log=lambda _: None)
+    assert made["requests"] > 0
+    run = subprocess.run([sys.executable, str(ROOT / "bench" / "threshold_noise.py"), "--corpus", str(corpus), "--out", str(out),
+                          "--rounds", "40", "--threads", "1", "--calibration", str(corpus / "calibration.jsonl")],
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    more = json.loads((out / "threshold_noise.json").read_text())
+    assert more["dev_benign"] == res["dev_benign"] + made["requests"] and more["calibration"].endswith("calibration.jsonl")
+    assert "dev and calibration benign requests" in run.stdout
