@@ -171,7 +171,7 @@ def settled_threshold(probs: np.ndarray, labels: np.ndarray, target_fpr: float, 
     first = block_threshold(probs, labels, target_fpr, ruled)
     settled, n = settle(probs, first, alone)
     threshold = block_threshold(settled, labels, target_fpr, ruled)
-    log(f"  settled {n} dev requests near the threshold alone: {first:.4f} -> {threshold:.4f}")
+    log(f"  settled {n} requests near the threshold alone: {first:.4f} -> {threshold:.4f}")
     return threshold, settled
 
 
