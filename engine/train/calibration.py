@@ -7,15 +7,16 @@ writes `corpus/calibration.jsonl` and its record `corpus/calibration.json`, whic
 --calibration` and `python -m engine.train.recalibrate` read.
 
 Why: the dev split holds about 7,800 benign requests, so at a 0.1 % target the model's threshold sits just
-above the eighth-highest benign score the rules let through, and two runs of one recipe land thresholds apart by
-what eight requests decide (bench/RESULTS.md: "How noisy is that choice?", and the retrain 0.11.4).
+above the eighth-highest benign score the rules let through, and a dev split of a user's own traffic may be smaller
+still. (On the default's corpus ten builds moved the thresholds of two runs by at most 0.003: bench/RESULTS.md.)
 
 Where the requests come from: `python -m engine.corpus --seed N` renders the same groups (the test groups are
 drawn by a fixed salt, not the seed) into other requests. A build's records that the run's dev split takes (its
 seed and --dev-split applied to the build's train.jsonl) are held out as the dev split's own are: whole groups
 (text sources, fixtures, payload templates) that a run with that seed never trains on, and, for generator
-families, requests drawn afresh. Kept: benign requests only (the threshold reads benign scores), none identical to a
-request of the corpus's own train.jsonl (trained on, or in the dev split already), none twice.
+families, requests drawn afresh. Kept: benign requests only (the threshold reads benign scores), none of a group
+the corpus's own train.jsonl lacks (a build with other flags or data), none identical to a request of that file
+(trained on, or in the dev split already), none twice.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from engine import bundle as bundles
 from engine.train.data import progress, read_jsonl
 
 FILE = "calibration.jsonl"
-RECORD = "calibration.json"
 DEV_SHARE = 0.05  # engine.train's dev split
 
 
@@ -56,17 +56,28 @@ def fingerprint(rec: dict) -> bytes:
     return hashlib.blake2b(json.dumps(seen, sort_keys=True).encode(), digest_size=12).digest()
 
 
-def fingerprints(train_path: Path) -> set[bytes]:
-    """The fingerprint of every request of `train_path`: what a calibration request must not repeat."""
-    return {fingerprint(rec) for rec in read_jsonl(train_path)}
+def known(train_path: Path) -> tuple[set[bytes], set[str]]:
+    """(fingerprints, groups) of every request of `train_path`: what a calibration request must not repeat, and
+    the groups it must come from (a build with other flags or data adds families the run's dev split never had)."""
+    prints: set[bytes] = set()
+    groups: set[str] = set()
+    for rec in read_jsonl(train_path):
+        prints.add(fingerprint(rec))
+        groups.add(group_key(rec))
+    return prints, groups
 
 
-def held_out_benign(build_train: Path, seed: int, how: str, seen: set[bytes], counts: dict[str, int]) -> Iterator[dict]:
+def held_out_benign(build_train: Path, seed: int, how: str, seen: set[bytes], groups: set[str],
+                    counts: dict[str, int]) -> Iterator[dict]:  # fmt: skip
     """The benign records of a build's train.jsonl that a run with `seed` and `how` holds out in its dev split
-    (so no group it trains on: in_dev takes whole groups), minus any that repeat a request in `seen` (which grows
-    as records are kept). `counts` tallies what was kept and dropped."""
+    (so no group it trains on: in_dev takes whole groups), minus any whose group is not among `groups` and any that
+    repeat a request in `seen` (which grows as records are kept). `counts` tallies what was kept and dropped."""
     for i, rec in enumerate(read_jsonl(build_train)):
-        if rec.get("label") == "block" or not in_dev(group_key(rec), i, seed, how):
+        key = group_key(rec)
+        if rec.get("label") == "block" or not in_dev(key, i, seed, how):
+            continue
+        if key not in groups:
+            counts["group not in the corpus"] = counts.get("group not in the corpus", 0) + 1
             continue
         fp = fingerprint(rec)
         if fp in seen:
@@ -77,24 +88,34 @@ def held_out_benign(build_train: Path, seed: int, how: str, seen: set[bytes], co
         yield rec
 
 
+def record_path(path: Path) -> Path:
+    """Where the record of the calibration file `path` lies: beside it, `.json` for `.jsonl`."""
+    return path.with_suffix(".json")
+
+
 def make(corpus: Path, builds: Iterable[Path], seed: int, how: str, out: Path, log=progress) -> dict:
-    """Write `out` (the calibration requests) and its record beside it (`RECORD`); return the record."""
+    """Write `out` (the calibration requests) and its record beside it (record_path); return the record."""
     train_path = corpus / "train.jsonl"
     t0 = time.time()
-    seen = fingerprints(train_path)
-    log(f"  {train_path}: {len(seen):,} distinct requests ({time.time() - t0:.0f} s)")
+    seen, groups = known(train_path)
+    log(f"  {train_path}: {len(seen):,} distinct requests in {len(groups):,} groups ({time.time() - t0:.0f} s)")
     per_build = []
     tmp = out.with_suffix(".part")
     with open(tmp, "w", encoding="utf-8") as f:
         for build in builds:
             counts: dict[str, int] = {}
             t0 = time.time()
-            for rec in held_out_benign(Path(build) / "train.jsonl", seed, how, seen, counts):
-                f.write(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
+            try:
+                for rec in held_out_benign(Path(build) / "train.jsonl", seed, how, seen, groups, counts):
+                    f.write(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
+            except ValueError as err:
+                tmp.unlink()
+                raise ValueError(f"{Path(build) / 'train.jsonl'} is not a corpus file: {err}") from err
             build_seed = _build_seed(Path(build))
             per_build.append({"build": str(build), "seed": build_seed, **counts})
-            log(f"  {build} (seed {build_seed}): {counts.get('kept', 0):,} held-out benign requests kept, "
-                f"{counts.get('repeats a request', 0):,} repeats dropped ({time.time() - t0:.0f} s)")  # fmt: skip
+            dropped = ", ".join(f"{n:,} dropped: {why}" for why, n in counts.items() if why != "kept") or "none dropped"
+            log(f"  {build} (seed {build_seed}): {counts.get('kept', 0):,} held-out benign requests kept, {dropped} "
+                f"({time.time() - t0:.0f} s)")  # fmt: skip
     tmp.replace(out)
     record = {
         "train_sha256": bundles.sha256_file(train_path),
@@ -104,7 +125,7 @@ def make(corpus: Path, builds: Iterable[Path], seed: int, how: str, out: Path, l
         "sha256": bundles.sha256_file(out),
         "builds": per_build,
     }
-    (out.parent / RECORD).write_text(json.dumps(record, indent=2) + "\n", "utf-8")
+    record_path(out).write_text(json.dumps(record, indent=2) + "\n", "utf-8")
     return record
 
 
@@ -122,17 +143,17 @@ class CalibrationError(ValueError):
 def load(path: Path, train_sha256: str, seed: int, how: str) -> tuple[list[dict], dict]:
     """The calibration requests at `path` and their record, checked against the run that will read them: made
     from the same train.jsonl for the same seed and dev split (else they may be requests the run trains on)."""
-    record_path = path.parent / RECORD
+    beside = record_path(path)
     try:
-        record = json.loads(record_path.read_text("utf-8"))
+        record = json.loads(beside.read_text("utf-8"))
     except (OSError, ValueError) as err:
-        raise CalibrationError(f"{record_path}: cannot read the calibration record ({err})") from err
+        raise CalibrationError(f"{beside}: cannot read the calibration record ({err})") from err
     want = {"train_sha256": train_sha256, "seed": seed, "dev_split": how}
     wrong = [f"{k} {record.get(k)!r}, the run's {v!r}" for k, v in want.items() if record.get(k) != v]
     if wrong:
         raise CalibrationError(f"{path} was made for another run: " + "; ".join(wrong))
     if bundles.sha256_file(path) != record.get("sha256"):
-        raise CalibrationError(f"{path} changed after it was made (sha256 differs from {record_path})")
+        raise CalibrationError(f"{path} changed after it was made (sha256 differs from {beside})")
     records = list(read_jsonl(path))
     if any(r.get("label") == "block" for r in records):
         raise CalibrationError(f"{path}: calibration requests must be benign")
@@ -157,7 +178,11 @@ def main(argv=None) -> int:
             print(f"error: {build} is the corpus itself", file=sys.stderr)
             return 2
     progress(f"calibration requests for runs with --seed {args.seed} --dev-split {args.dev_split} on {corpus}")
-    record = make(corpus, [Path(b) for b in args.builds], args.seed, args.dev_split, out)
+    try:
+        record = make(corpus, [Path(b) for b in args.builds], args.seed, args.dev_split, out)
+    except (OSError, ValueError) as err:  # a build's unreadable line, a full disk
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     n = len(record["builds"])
     print(f"{record['requests']:,} benign calibration requests from {n} build{'s' if n > 1 else ''} → {out}")
     return 0

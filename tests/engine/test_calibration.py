@@ -56,7 +56,13 @@ def test_calibration_requests_are_benign_held_out_and_new(tmp_path):
     benign = next(r for r in train_rows if r["label"] != "block")
     repeated = {**benign, "group": build_rows[0][held]["group"]}
     build_rows[0][held] = repeated
-    (builds[0] / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in build_rows[0]))
+    # and a family the corpus does not have (a build made with other flags): not the run's dev split either
+    stranger = next(i for i, r in enumerate(build_rows[1]) if r["label"] != "block" and in_dev(group_key(r), i, 1, "mixed")
+                    and not r["group"].startswith("gen:"))  # fmt: skip
+    new_group = next(g for g in (f"new{k}" for k in range(1000)) if in_dev(g, stranger, 1, "mixed"))
+    build_rows[1][stranger] = {**build_rows[1][stranger], "group": new_group}
+    for b, rows in zip(builds, build_rows):
+        (b / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
     out = corpus / "calibration.jsonl"
     record = make(corpus, builds, 1, "mixed", out, log=lambda _: None)
@@ -70,11 +76,12 @@ def test_calibration_requests_are_benign_held_out_and_new(tmp_path):
     assert not {fingerprint(r) for r in kept} & train_prints
     assert len({fingerprint(r) for r in kept}) == len(kept)  # none twice, across builds too
     assert record["builds"][0]["repeats a request"] >= 1 and [b["seed"] for b in record["builds"]] == [2, 3]
+    assert record["builds"][1]["group not in the corpus"] == 1 and new_group not in {r["group"] for r in kept}
     # what it kept is exactly the builds' held-out benign requests minus repeats
     expect, seen = [], set(train_prints)
     for rows in build_rows:
         for i, r in enumerate(rows):
-            if r["label"] != "block" and in_dev(group_key(r), i, 1, "mixed") and fingerprint(r) not in seen:
+            if r["label"] != "block" and in_dev(group_key(r), i, 1, "mixed") and fingerprint(r) not in seen and r["group"] != new_group:
                 seen.add(fingerprint(r))
                 expect.append(r)
     assert kept == expect
@@ -111,6 +118,12 @@ def test_the_command_refuses_a_missing_build_and_the_corpus_itself(tmp_path, cap
     assert "not found" in capsys.readouterr().err
     assert calibration_main(["--corpus", str(corpus), "--builds", str(corpus)]) == 2
     assert "the corpus itself" in capsys.readouterr().err
+    broken = tmp_path / "broken"
+    corpus_with_families(broken, 2)
+    (broken / "train.jsonl").write_text((broken / "train.jsonl").read_text() + '{"method": "GET", "pa\n')
+    assert calibration_main(["--corpus", str(corpus), "--builds", str(broken)]) == 2
+    assert f"error: {broken / 'train.jsonl'} is not a corpus file" in capsys.readouterr().err
+    assert not list(corpus.glob("calibration.*"))  # nothing half-written
     assert not (corpus / "calibration.jsonl").exists()
 
 
@@ -161,6 +174,7 @@ def test_training_and_recalibrating_set_the_same_threshold_on_the_calibration_re
     capsys.readouterr()
     assert recalibrate_main(["--bundle", str(plain.path), "--corpus", str(corpus), "--calibration", str(other),
                              "--out", str(tmp_path / "bad")]) == 2  # fmt: skip
+    assert (tmp_path / "other.json").is_file()  # its record beside it, not over the corpus's calibration.json
     assert "made for another run" in capsys.readouterr().err and not (tmp_path / "bad").exists()
     assert train_main(["--corpus", str(corpus), "--out", str(tmp_path / "bad"), *TINY_TRAINING, "--calibration", str(other)]) == 2
     assert "made for another run" in capsys.readouterr().err
