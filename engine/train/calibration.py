@@ -14,9 +14,10 @@ Where the requests come from: `python -m engine.corpus --seed N` renders the sam
 drawn by a fixed salt, not the seed) into other requests. A build's records that the run's dev split takes (its
 seed and --dev-split applied to the build's train.jsonl) are held out as the dev split's own are: whole groups
 (text sources, fixtures, payload templates) that a run with that seed never trains on, and, for generator
-families, requests drawn afresh. Kept: benign requests only (the threshold reads benign scores), none of a group
-the corpus's own train.jsonl lacks (a build with other flags or data), none identical to a request of that file
-(trained on, or in the dev split already), none twice.
+families, requests drawn afresh (a build also samples text files and benign values the corpus did not: groups of the
+training side that the run never saw). Kept: benign requests only (the threshold reads benign scores), none of a
+generator family the corpus's own train.jsonl lacks (a build with other flags), none identical to a request of that
+file (trained on, or in the dev split already), none twice.
 """
 
 from __future__ import annotations
@@ -58,7 +59,9 @@ def fingerprint(rec: dict) -> bytes:
 
 def known(train_path: Path) -> tuple[set[bytes], set[str]]:
     """(fingerprints, groups) of every request of `train_path`: what a calibration request must not repeat, and
-    the groups it must come from (a build with other flags or data adds families the run's dev split never had)."""
+    the generator families it must come from (a build with other flags adds families the run never saw, such as
+    `--mounts`' folders: no longer the run's traffic). Text files and benign values a build samples that the
+    corpus did not are kept: groups of the training side of the fixed split that the run never trained on."""
     prints: set[bytes] = set()
     groups: set[str] = set()
     for rec in read_jsonl(train_path):
@@ -70,14 +73,14 @@ def known(train_path: Path) -> tuple[set[bytes], set[str]]:
 def held_out_benign(build_train: Path, seed: int, how: str, seen: set[bytes], groups: set[str],
                     counts: dict[str, int]) -> Iterator[dict]:  # fmt: skip
     """The benign records of a build's train.jsonl that a run with `seed` and `how` holds out in its dev split
-    (so no group it trains on: in_dev takes whole groups), minus any whose group is not among `groups` and any that
-    repeat a request in `seen` (which grows as records are kept). `counts` tallies what was kept and dropped."""
+    (so no group it trains on: in_dev takes whole groups), minus any of a generator family not among `groups` and any
+    that repeat a request in `seen` (which grows as records are kept). `counts` tallies what was kept and dropped."""
     for i, rec in enumerate(read_jsonl(build_train)):
         key = group_key(rec)
         if rec.get("label") == "block" or not in_dev(key, i, seed, how):
             continue
-        if key not in groups:
-            counts["group not in the corpus"] = counts.get("group not in the corpus", 0) + 1
+        if key.startswith("gen:") and key not in groups:
+            counts["generator family not in the corpus"] = counts.get("generator family not in the corpus", 0) + 1
             continue
         fp = fingerprint(rec)
         if fp in seen:

@@ -56,10 +56,10 @@ def test_calibration_requests_are_benign_held_out_and_new(tmp_path):
     benign = next(r for r in train_rows if r["label"] != "block")
     repeated = {**benign, "group": build_rows[0][held]["group"]}
     build_rows[0][held] = repeated
-    # and a family the corpus does not have (a build made with other flags): not the run's dev split either
+    # and a generator family the corpus does not have (a build made with other flags): not the run's traffic
     stranger = next(i for i, r in enumerate(build_rows[1]) if r["label"] != "block" and in_dev(group_key(r), i, 1, "mixed")
                     and not r["group"].startswith("gen:"))  # fmt: skip
-    new_group = next(g for g in (f"new{k}" for k in range(1000)) if in_dev(g, stranger, 1, "mixed"))
+    new_group = next(g for g in (f"gen:new{k}" for k in range(1000)) if in_dev(g, stranger, 1, "mixed"))
     build_rows[1][stranger] = {**build_rows[1][stranger], "group": new_group}
     for b, rows in zip(builds, build_rows):
         (b / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -76,7 +76,7 @@ def test_calibration_requests_are_benign_held_out_and_new(tmp_path):
     assert not {fingerprint(r) for r in kept} & train_prints
     assert len({fingerprint(r) for r in kept}) == len(kept)  # none twice, across builds too
     assert record["builds"][0]["repeats a request"] >= 1 and [b["seed"] for b in record["builds"]] == [2, 3]
-    assert record["builds"][1]["group not in the corpus"] == 1 and new_group not in {r["group"] for r in kept}
+    assert record["builds"][1]["generator family not in the corpus"] == 1 and new_group not in {r["group"] for r in kept}
     # what it kept is exactly the builds' held-out benign requests minus repeats
     expect, seen = [], set(train_prints)
     for rows in build_rows:
