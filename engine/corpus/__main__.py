@@ -1,5 +1,5 @@
 """`python -m engine.corpus --data ../shared/data --out work/corpus [--seed 1] [--scale 1.0] [--lookalikes] [--image-uploads]
-[--xml-values] [--site-layouts] [--mounts] [--legacy-folders]`:
+[--xml-values] [--site-layouts] [--mounts] [--legacy-folders] [--oauth-flows]`:
 build the training corpus (train.jsonl, test.jsonl, evasion.jsonl, summary.json) and print its summary table."""
 
 from __future__ import annotations
@@ -39,11 +39,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="CGI applications under /cgi-bin/ (Koha, Mailman, Bugzilla, gitweb, Nagios, ViewVC, Sympa, Movable "
                          "Type, AWStats) and sites under /site/, /include(s)/ and /components/: folders only probes use in "
                          "the default corpus, benign and carrying payloads (engine.corpus.scenes_site)")
+    ap.add_argument("--oauth-flows", action="store_true",
+                    help="identity-provider traffic: OAuth 2.0 and OpenID Connect authorisation, token, PAR, logout, "
+                         "revocation and registration requests and SAML responses, with https, loopback (RFC 8252), "
+                         "localhost, private-use-scheme and out-of-band redirect URIs, benign and carrying payloads in their "
+                         "other parameters (engine.corpus.scenes_auth); the default corpus has none of these redirect URIs")
     args = ap.parse_args(argv)
     t0 = time.time()
     result = build(args.data, args.out, seed=args.seed, scale=args.scale, lookalikes=args.lookalikes, image_uploads=args.image_uploads,
                    xml_values=args.xml_values, site_layouts=args.site_layouts, mounts=args.mounts,
-                   legacy_folders=args.legacy_folders)
+                   legacy_folders=args.legacy_folders, oauth_flows=args.oauth_flows)
     print(table(result, time.time() - t0))
     return 0
 

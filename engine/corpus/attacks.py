@@ -68,18 +68,24 @@ MOUNT_CARRIERS = {"query": ("mounted", 0.04), "any": ("mounted", 0.04)}
 # with --legacy-folders (Pools.legacy_folders): query payloads ride on CGI applications under /cgi-bin/ and on sites
 # under /site/, /include(s)/ and /components/, folders the probes alone used before
 LEGACY_CARRIERS = {"query": ("cgi_app", 0.03), "any": ("mounted_legacy", 0.03)}
+# with --oauth-flows (Pools.oauth_flows): query and form payloads ride on identity-provider requests too, in their
+# state, scope, login_hint and added parameters (never a redirect URI: engine.corpus.scenes_auth)
+OAUTH_CARRIERS = {"query": ("idp", 0.02), "form": ("idp", 0.02)}
 # the flag that turns each table on, in the order they are tried (the order fixes the corpus's random draws)
-FLAGGED_CARRIERS = (("mounts", MOUNT_CARRIERS), ("site_layouts", SITE_CARRIERS), ("legacy_folders", LEGACY_CARRIERS))
+FLAGGED_CARRIERS = (("mounts", MOUNT_CARRIERS), ("site_layouts", SITE_CARRIERS), ("legacy_folders", LEGACY_CARRIERS),
+                    ("oauth_flows", OAUTH_CARRIERS))  # fmt: skip
 
 
 def scene_draft(ctx: Ctx, where: str) -> Draft:
     for flag, table in FLAGGED_CARRIERS:
         carrier = table.get(where) if getattr(ctx.pools, flag) else None
         if carrier and ctx.rng.chance(carrier[1]):
+            from engine.corpus.scenes_auth import FORM_VARIANTS, QUERY_VARIANTS
             from engine.corpus.scenes_site import CMS_FORM, CMS_JSON
 
             sc = all_scenes()[carrier[0]]
-            fit = {"form": CMS_FORM, "json": CMS_JSON}.get(where) if sc.name == "page_save" else None
+            fits = {"page_save": {"form": CMS_FORM, "json": CMS_JSON}, "idp": {"query": QUERY_VARIANTS, "form": FORM_VARIANTS}}
+            fit = fits.get(sc.name, {}).get(where)
             variants = [v for v in sc.usable(ctx.split) if fit is None or v in fit] or list(sc.usable(ctx.split))
             d = sc.make(ctx, ctx.rng.pick(variants))
             return session.dress(ctx.rng, d, ctx.pools.tokens)

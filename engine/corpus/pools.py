@@ -64,6 +64,7 @@ class Pools:
     site_layouts: bool = False  # assets in more layouts and CMS page saves, both sides (engine.corpus.scenes_site)
     mounts: bool = False  # sites served from a folder (/public/, /wordpress/, ...), both sides (scenes_site.mounted)
     legacy_folders: bool = False  # CGI applications under /cgi-bin/, sites under /site/, /includes/, ... (scenes_site)
+    oauth_flows: bool = False  # OAuth 2.0, OpenID Connect and SAML requests, both sides (scenes_auth)
 
     def cached(self, key: str, make, n: int) -> list:
         """n values from `make()` made once per pool: long exports reuse them instead of generating

@@ -93,6 +93,6 @@ def guess_kind(name: str) -> str:
 
 def all_scenes() -> dict[str, Scene]:
     # importing the scene modules registers them
-    from engine.corpus import scenes_api, scenes_forms, scenes_site, scenes_text, scenes_web  # noqa: F401  (they register)
+    from engine.corpus import scenes_api, scenes_auth, scenes_forms, scenes_site, scenes_text, scenes_web  # noqa: F401  (they register)
 
     return REGISTRY
