@@ -37,6 +37,7 @@ from rules.overrides import Override, parse_overrides
 from rules.plans import LARGE_VALUE, Planner, chain_for, encoded, fits, read_length, transformed
 from rules.schema import Condition, Rule, RuleError, Ruleset, load_ruleset
 from rules.targets import Unit, units
+from rules.transforms import JOIN
 
 DEFAULT_PATH = Path(__file__).with_name("default.yaml")
 PER_PART = ("sqli", "xss")  # operators that read each value of a joined unit (rules/targets.py PER_KIND)
@@ -82,6 +83,33 @@ class RuleResult:
         return self.score >= self.threshold
 
 
+def excepted(rule: Rule, unit: Unit, request_units: list[Unit]) -> bool:
+    """Whether `rule` leaves `unit` alone: an argument its `except` names, in a request that has one of the arguments
+    the exception asks for (rules/schema.py). Called on a rule's hits only, so a rule without exceptions costs nothing."""
+    if not rule.excepts or not unit.name or "args" not in unit.targets:
+        return False
+    present: set[str] | None = None
+    for ex in rule.excepts:
+        if unit.name not in ex.names:
+            continue
+        if not ex.with_args:
+            return True
+        if present is None:
+            present = argument_names(request_units)
+        if ex.with_args & present:
+            return True
+    return False
+
+
+def argument_names(request_units: list[Unit]) -> set[str]:
+    """The names of a request's arguments (query, form, JSON leaf paths), from its `args_names` units."""
+    names: set[str] = set()
+    for u in request_units:
+        if "args_names" in u.targets:
+            names.update(u.value.split(JOIN))
+    return names
+
+
 def confidence(score: int, threshold: int) -> float:
     """See the module docstring: increasing in score when blocked, decreasing when not."""
     if score >= threshold:
@@ -97,7 +125,9 @@ class RuleEngine:
         self.threshold = ruleset.threshold
         self.model = f"rules:{ruleset.name}@{ruleset.version}"
         self.wanted = frozenset(t for r in self.rules for c in (r, *r.chain) for t in c.targets)
-        self.planner = Planner(self.rules, self.wanted)  # compiles every Set now: load fails, not requests
+        self.planner = Planner(self.rules, self.wanted)
+        if any(ex.with_args for r in self.rules for ex in r.excepts):
+            self.wanted |= {"args_names"}  # what an exception's with_args reads (argument_names); no rule reads these units  # compiles every Set now: load fails, not requests
 
     @classmethod
     def load(cls, path: str | Path | None = None, overrides: Iterable[dict] = ()) -> "RuleEngine":
@@ -149,7 +179,7 @@ class RuleEngine:
                     else:
                         hit = (large or rules[i].accepts(read_length(unit))) and (
                             not rules[i].operator.verify or self._matches(rules[i], unit, large_at))
-                    if hit and (not rules[i].chain or self._chain_holds(rules[i], request_units)):
+                    if hit and (not rules[i].chain or self._chain_holds(rules[i], request_units)) and not excepted(rules[i], unit, request_units):
                         matched.add(i)
                 for i in plan.slow:
                     if i in matched:
@@ -158,7 +188,7 @@ class RuleEngine:
                         hit = rules[i].operator.name in PER_PART and self._a_part_matches(rules[i], unit)
                     else:
                         hit = (large or rules[i].accepts(read_length(unit))) and self._matches(rules[i], unit, large_at)
-                    if hit and (not rules[i].chain or self._chain_holds(rules[i], request_units)):
+                    if hit and (not rules[i].chain or self._chain_holds(rules[i], request_units)) and not excepted(rules[i], unit, request_units):
                         matched.add(i)
         return matched
 
@@ -209,7 +239,7 @@ class RuleEngine:
         for i in sorted(self._scan_units(request_units, large_at)):
             rule = self.rules[i]
             for unit in request_units:
-                if not any(t in rule.targets for t in unit.targets):
+                if not any(t in rule.targets for t in unit.targets) or excepted(rule, unit, request_units):
                     continue
                 if fits(rule, unit, large_at) and self._matches(rule, unit, large_at):
                     value = transformed(unit, chain_for(rule, unit, large_at))

@@ -18,6 +18,9 @@ Input: a YAML document
         max_length: 4096
         label: origin           # optional: a decision for a request this rule matches, below the threshold
         chain: [...]            # optional: more {targets, transforms, operator, min/max_length}, all must match
+        except:                 # optional: arguments this rule does not read (a target exclusion)
+          - names: [redirect_uri]          # argument names (JSON leaves as paths: `redirect_uris[]`)
+            with_args: [client_id]         # optional: only in a request that has one of these arguments
         enabled: true
 
 Output: `Ruleset(name, version, threshold, rules)` with every regex, phrase list and CIDR compiled.
@@ -41,7 +44,8 @@ SEVERITIES = {"critical": 5, "error": 4, "warning": 3, "notice": 2}
 DEFAULT_THRESHOLD = 5
 RULESET_KEYS = {"name", "version", "threshold", "rules", "description", "definitions"}  # definitions: YAML anchors
 CONDITION_KEYS = {"targets", "transforms", "operator", "min_length", "max_length"}
-RULE_KEYS = CONDITION_KEYS | {"id", "description", "severity", "score", "tags", "label", "chain", "enabled"}
+RULE_KEYS = CONDITION_KEYS | {"id", "description", "severity", "score", "tags", "label", "chain", "enabled", "except"}
+EXCEPT_KEYS = {"names", "with_args"}
 
 
 class RuleError(ValueError):
@@ -62,6 +66,15 @@ class Condition:
 
 
 @dataclass(frozen=True)
+class Except:
+    """Arguments a rule does not read: those named `names`, in any request or (with `with_args`) only in a request
+    that has an argument of one of those names. CRS writes the same as a target exclusion (ctl:ruleRemoveTargetById)."""
+
+    names: frozenset[str]
+    with_args: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
 class Rule(Condition):
     id: str = ""
     description: str = ""
@@ -69,6 +82,7 @@ class Rule(Condition):
     tags: tuple[str, ...] = ()
     label: str | None = None
     chain: tuple[Condition, ...] = ()
+    excepts: tuple[Except, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -167,6 +181,28 @@ def _tags(raw: dict, where: _Where) -> tuple[str, ...]:
     return tuple(tags)
 
 
+def _excepts(raw: Any, where: _Where) -> tuple[Except, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise where.error("except", "must be a list of {names, with_args}")
+    out = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise where.error(f"except[{i}]", "must be a mapping with names (and with_args)")
+        for k in item:
+            if k not in EXCEPT_KEYS:
+                raise where.error(f"except[{i}].{k}", f"unknown key (expected one of {', '.join(sorted(EXCEPT_KEYS))})")
+        if "names" not in item:
+            raise where.error(f"except[{i}].names", "required")
+        names = _str_list(item["names"], f"except[{i}].names", where)
+        if not names:
+            raise where.error(f"except[{i}].names", "at least one argument name is required")
+        with_args = _str_list(item.get("with_args", []), f"except[{i}].with_args", where)
+        out.append(Except(frozenset(names), frozenset(with_args)))
+    return tuple(out)
+
+
 def parse_rule(raw: Any, index: int, source: str, base: Path) -> Rule | None:
     """One rule mapping → Rule (None when `enabled: false`)."""
     rid = raw.get("id") if isinstance(raw, dict) else None
@@ -189,7 +225,8 @@ def parse_rule(raw: Any, index: int, source: str, base: Path) -> Rule | None:
     enabled = raw.get("enabled", True)
     if not isinstance(enabled, bool):
         raise where.error("enabled", "must be true or false")
-    rule = Rule(**cond, id=rid, description=desc, score=_score(raw, where), tags=_tags(raw, where), label=label, chain=links)
+    rule = Rule(**cond, id=rid, description=desc, score=_score(raw, where), tags=_tags(raw, where), label=label, chain=links,
+                excepts=_excepts(raw.get("except"), where))  # fmt: skip
     return rule if enabled else None
 
 

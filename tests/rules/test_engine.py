@@ -522,3 +522,47 @@ def test_the_rules_keep_blocking_a_probe_for_an_asset_that_they_recognise():
     assert decided.blocked and decided.source is Source.RULES and "scanner" in decided.features
     traversal = Features.build("GET", "/static/app.css", "file=../../../../etc/passwd", UA)
     assert engine.second_look(model, traversal).blocked  # the query is still read
+
+
+EXCEPT_RULES = """name: t
+version: '1'
+threshold: 5
+rules:
+  - id: loopback-url
+    targets: [args]
+    operator: {regex: "^http://127\\\\.0\\\\.0\\\\.1"}
+    tags: [ssrf]
+    except:
+      - names: [redirect_uri, "redirect_uris[]"]
+        with_args: [client_id, grant_type]
+      - names: [next]
+"""
+
+
+@pytest.mark.parametrize("method, path, query, body, blocked", [
+    ("GET", "/authorize", "client_id=a&redirect_uri=http://127.0.0.1:8765/", "", False),  # an identity provider's request
+    ("POST", "/token", "", "grant_type=authorization_code&redirect_uri=http://127.0.0.1:8765/", False),
+    ("POST", "/register", "", '{"client_name": "x", "client_id": "a", "redirect_uris": ["http://127.0.0.1/cb"]}', False),
+    ("GET", "/cb", "redirect_uri=http://127.0.0.1:8765/", "", True),  # no client_id or grant_type: read as always
+    ("GET", "/cb", "client_id=a&url=http://127.0.0.1:8765/", "", True),  # another argument: read as always
+    ("GET", "/cb", "client_id=a&redirect_uri=x&state=http://127.0.0.1/", "", True),
+    ("GET", "/login", "next=http://127.0.0.1/", "", False),  # an exception without with_args holds in any request
+])  # fmt: skip
+def test_a_rule_leaves_the_arguments_its_exceptions_name_alone(tmp_path, method, path, query, body, blocked):
+    path_yaml = tmp_path / "r.yaml"
+    path_yaml.write_text(EXCEPT_RULES)
+    engine = RuleEngine.load(path_yaml)
+    headers = {"Content-Type": "application/json" if body.startswith("{") else "application/x-www-form-urlencoded"}
+    f = Features.build(method, path, query, headers=headers, body=body)
+    assert engine.evaluate(f).blocked is blocked
+    assert bool(engine.explain(f)) is blocked  # explain agrees with the scan
+
+
+def test_the_default_rules_let_loopback_redirect_uris_of_identity_provider_requests_through():
+    engine = RuleEngine.load()
+    oauth = Features.build("GET", "/authorize", "response_type=code&client_id=cli&redirect_uri=http%3A%2F%2F127.0.0.1%3A8765%2F&state=x")
+    assert not engine.evaluate(oauth).blocked
+    for q in ("url=http%3A%2F%2F127.0.0.1%3A8765%2F", "redirect_uri=http%3A%2F%2F127.0.0.1%3A8765%2F",
+              "client_id=a&redirect_uri=http%3A%2F%2F169.254.169.254%2Flatest%2Fmeta-data%2F",
+              "client_id=a&redirect_uri=gopher%3A%2F%2F127.0.0.1%3A6379%2F_x"):  # fmt: skip
+        assert engine.evaluate(Features.build("GET", "/cb", q)).blocked, q
