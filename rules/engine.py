@@ -125,9 +125,9 @@ class RuleEngine:
         self.threshold = ruleset.threshold
         self.model = f"rules:{ruleset.name}@{ruleset.version}"
         self.wanted = frozenset(t for r in self.rules for c in (r, *r.chain) for t in c.targets)
-        self.planner = Planner(self.rules, self.wanted)
+        self.planner = Planner(self.rules, self.wanted)  # compiles every Set now: load fails, not requests
         if any(ex.with_args for r in self.rules for ex in r.excepts):
-            self.wanted |= {"args_names"}  # what an exception's with_args reads (argument_names); no rule reads these units  # compiles every Set now: load fails, not requests
+            self.wanted |= {"args_names"}  # what an exception's with_args reads (argument_names), whether or not a rule does
 
     @classmethod
     def load(cls, path: str | Path | None = None, overrides: Iterable[dict] = ()) -> "RuleEngine":
