@@ -3,7 +3,7 @@ clients and browsers send them to an authorisation server, and SAML responses po
 
 Why: the default corpus has OAuth bodies only from its fixture files, and 401 of its training attacks (none of its
 benign requests) carry a parameter whose value is an http URL to a loopback or localhost address; so the default
-model blocks every authorisation, token and logout request whose redirect URI is one (bench/RESULTS.md, "OAuth and
+model blocks nearly every authorisation, token and logout request whose redirect URI is one (bench/RESULTS.md, "OAuth and
 OpenID Connect requests with loopback redirect URIs"). RFC 8252 prescribes exactly those for native apps
 (`http://127.0.0.1:PORT/`, `http://[::1]:PORT/`), and every development setup registers `http://localhost:3000/...`.
 Redirect URIs here come in every registered form: https, loopback, localhost, a private-use scheme, `oob`.
@@ -68,6 +68,13 @@ def _pkce(rng: Rng) -> list[tuple[str, str, str]]:
     return [("code_challenge", b64url(rng, 43), "fixed"), ("code_challenge_method", "S256", "fixed")]
 
 
+def _query(ctx: Ctx, d: Draft, pairs: list[tuple[str, str]], kinds: dict[str, str]) -> Draft:
+    """Add `pairs` to the query; those `kinds` calls "fixed" (redirect URIs, codes, hints) are never slots."""
+    query_slots(ctx, d, pairs, kinds)
+    d.slots = [s for s in d.slots if s.kind != "fixed"]
+    return d
+
+
 def _token(ctx: Ctx, fields: list[tuple[str, str, str]], secret: bool, name: str = "token") -> Draft:
     """A POST from a program to the endpoint `name` (token, par, revoke): form fields, percent-encoded as form
     encoders write them; a confidential client's secret in the body (session.dress adds an Authorization header to
@@ -95,9 +102,8 @@ def idp(ctx: Ctx, variant: str) -> Draft:
         pairs += [("prompt", rng.pick(["consent", "login", "select_account"]))] if rng.chance(0.3) else []
         pairs += [("login_hint", vocab.email(rng))] if rng.chance(0.2) else []
         pairs += [("access_type", "offline")] if rng.chance(0.2) else []
-        query_slots(ctx, d, pairs, {"redirect_uri": "fixed", "state": "data", "nonce": "data", "login_hint": "email", "scope": "misc"})
-        d.slots = [s for s in d.slots if s.kind != "fixed" and s.key not in ("response_type", "code_challenge", "code_challenge_method")]
-        return d
+        fixed = dict.fromkeys(("redirect_uri", "response_type", "code_challenge", "code_challenge_method"), "fixed")
+        return _query(ctx, d, pairs, {**fixed, "state": "data", "nonce": "data", "login_hint": "email", "scope": "misc"})
     if variant in ("token_code", "token_native", "token_json"):
         fields = [("grant_type", "authorization_code", "fixed"), ("code", b64url(rng, rng.randrange(20, 44)), "fixed"),
                   ("redirect_uri", redirect_uri(rng, variant == "token_native"), "fixed"), ("client_id", client_id, "fixed")]  # fmt: skip
@@ -121,9 +127,7 @@ def idp(ctx: Ctx, variant: str) -> Draft:
         d = start(ctx, "GET", endpoint(rng, rng.pick(["logout", "end_session", "endsession"])), "navigate")
         pairs = [("post_logout_redirect_uri", redirect_uri(rng)), ("id_token_hint", f"eyJhbGciOiJSUzI1NiJ9.{b64url(rng, 60)}.{b64url(rng, 43)}"),
                  ("client_id", client_id), state[:2]][: rng.randrange(2, 5)]  # fmt: skip
-        query_slots(ctx, d, pairs, {"post_logout_redirect_uri": "fixed", "id_token_hint": "fixed", "client_id": "fixed", "state": "data"})
-        d.slots = [s for s in d.slots if s.kind != "fixed"]
-        return d
+        return _query(ctx, d, pairs, {"post_logout_redirect_uri": "fixed", "id_token_hint": "fixed", "client_id": "fixed", "state": "data"})
     if variant == "par":
         fields = [("response_type", "code", "fixed"), ("client_id", client_id, "fixed"), ("redirect_uri", redirect_uri(rng, rng.chance(0.5)), "fixed"),
                   ("scope", rng.pick(SCOPES), "misc"), state, *_pkce(rng)]  # fmt: skip
@@ -140,9 +144,7 @@ def idp(ctx: Ctx, variant: str) -> Draft:
     if variant == "callback":
         d = start(ctx, "GET", rng.pick([c for c in CALLBACKS if c not in ("/", "")]), "navigate")
         pairs = [("code", b64url(rng, 30)), state[:2]] if rng.chance(0.85) else [("error", "access_denied"), ("error_description", "The user denied the request"), state[:2]]
-        query_slots(ctx, d, pairs, {"code": "fixed", "error": "fixed", "error_description": "fixed", "state": "data"})
-        d.slots = [s for s in d.slots if s.kind != "fixed"]
-        return d
+        return _query(ctx, d, pairs, {"code": "fixed", "error": "fixed", "error_description": "fixed", "state": "data"})
     # saml_acs: the browser posts the identity provider's response back to the service, RelayState where to go next
     import base64
 

@@ -33,7 +33,7 @@ from engine import bundle as bundles
 from engine.canonical import VERSION as CANONICAL_VERSION
 from engine.labels import FEATURES
 from engine.train import add_int8_argument, calibrate, weights
-from engine.train.calibration import CalibrationError, group_key, in_dev
+from engine.train.calibration import DEV_SHARE, CalibrationError, group_key, in_dev, load
 from engine.train.data import Encoded, canonical_parts, corpus_routing, encode_records, progress, read_jsonl
 from engine.train.loop import TrainConfig, predict, set_seed, train
 from engine.train.net import ClefNet, Ensemble
@@ -66,7 +66,7 @@ def bundle_split(bundle: bundles.Bundle, train_path: Path, limit: int | None = N
     run = bundle.manifest.get("trained_on", {})
     if run.get("train_sha256") and run["train_sha256"] != bundles.sha256_file(train_path):
         log(f"warning: {bundle.id} was trained on another train.jsonl: this dev split is not its own")
-    return split_dev(list(read_jsonl(train_path, limit)), 0.05, int(run.get("seed", 1)), run.get("dev_split", "mixed"))
+    return split_dev(list(read_jsonl(train_path, limit)), DEV_SHARE, int(run.get("seed", 1)), run.get("dev_split", "mixed"))
 
 
 def reading_hash() -> str:
@@ -100,16 +100,17 @@ def canonical_cached(source: Path, source_sha256: str, records: list[dict], args
     return parts
 
 
-def encode_corpus(corpus: Path, tokenizer_path: Path, args) -> tuple[Encoded, Encoded, list[dict], Tokenizer, str]:
+def encode_corpus(corpus: Path, tokenizer_path: Path, args, train_sha256: str | None = None) -> tuple[Encoded, Encoded, list[dict], Tokenizer, str]:  # fmt: skip
     """Steps [1/6]-[3/6] of a run: read `corpus`/train.jsonl, hold out the dev split, canonical texts (cached),
     train the tokenizer (saved to `tokenizer_path`) and encode both splits. Reads from `args`: seed, dev_split,
-    limit, threads, vocab, train_max_tokens, max_tokens. (train, dev, dev records, tokenizer, train.jsonl's sha256);
-    bench/recipe_sweep.py encodes its corpus with it too."""
+    limit, threads, vocab, train_max_tokens, max_tokens. `train_sha256`: the file's, where the caller hashed it
+    already. (train, dev, dev records, tokenizer, train.jsonl's sha256); bench/recipe_sweep.py encodes its corpus
+    with it too."""
     source = corpus / "train.jsonl"
     progress(f"[1/6] reading {source}")
-    train_sha256 = file_sha256(source)
+    train_sha256 = train_sha256 or file_sha256(source)
     records = list(read_jsonl(source, args.limit))
-    train_recs, dev_recs = split_dev(records, 0.05, args.seed, args.dev_split)
+    train_recs, dev_recs = split_dev(records, DEV_SHARE, args.seed, args.dev_split)
     del records
     progress(f"  {len(train_recs):,} train, {len(dev_recs):,} dev (held out by group)")
 
@@ -130,14 +131,17 @@ def encode_corpus(corpus: Path, tokenizer_path: Path, args) -> tuple[Encoded, En
     return train_data, dev_data, dev_recs, tokenizer, train_sha256
 
 
-def calibration_requests(path: Path, train_sha256: str, tokenizer, args) -> calibrate.Extra:
-    """The benign requests of `path` (engine.train.calibration) for the threshold, checked to be made for this run
-    (train.jsonl, seed, dev split), encoded as the dev split is, with the rules' verdicts beside them."""
-    from engine.train.calibration import load
-
+def load_calibration(path: Path, train_sha256: str, args) -> tuple[list[dict], dict]:
+    """The benign requests of `path` (engine.train.calibration) and their record, checked to be made for this run
+    (train.jsonl, seed, dev split): CalibrationError otherwise. Cheap next to a run: callers check before writing."""
     records, record = load(path, train_sha256, args.seed, args.dev_split)
     progress(f"  {len(records):,} calibration requests ({path}, from the builds with seeds "
              f"{', '.join(str(b.get('seed')) for b in record.get('builds', []))})")  # fmt: skip
+    return records, record
+
+
+def calibration_requests(path: Path, records: list[dict], record: dict, tokenizer, args) -> calibrate.Extra:
+    """load_calibration's requests encoded as the dev split is, with the rules' verdicts beside them."""
     parts = canonical_cached(path, record["sha256"], records, args, "calibration")
     data = encode_records(records, tokenizer, args.max_tokens, args.threads, progress, parts)
     t0 = time.time()
@@ -310,17 +314,19 @@ def main(argv=None) -> int:
     set_seed(args.seed)
     corpus = Path(args.corpus)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-
-    train_data, dev_data, dev_recs, tokenizer, train_sha256 = encode_corpus(corpus, out / "tokenizer.json", args)
-    n_train, n_dev = len(train_data.ids), len(dev_recs)
-    extra = None
-    if args.calibration:
+    train_sha256, calibration = None, None
+    if args.calibration:  # refused before anything is written
+        train_sha256 = file_sha256(corpus / "train.jsonl")
         try:
-            extra = calibration_requests(Path(args.calibration), train_sha256, tokenizer, args)
+            calibration = load_calibration(Path(args.calibration), train_sha256, args)
         except CalibrationError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
+    out.mkdir(parents=True, exist_ok=True)
+
+    train_data, dev_data, dev_recs, tokenizer, train_sha256 = encode_corpus(corpus, out / "tokenizer.json", args, train_sha256)
+    n_train, n_dev = len(train_data.ids), len(dev_recs)
+    extra = calibration_requests(Path(args.calibration), *calibration, tokenizer, args) if calibration else None
     progress("  rules on the dev split (the model serves beside them)")
     dev_ruled = calibrate.rules_blocks(dev_recs, dev_data.cut)
     del dev_recs  # only the ids are needed now

@@ -205,11 +205,11 @@ def set_threshold(model: Path, window: int, dev: Encoded, dev_probs: np.ndarray,
     union = figures(settled[: len(dev.ids)], dev.labels, threshold, dev_ruled)
     if extra is None:
         return threshold, union, None
-    n = len(dev.ids)
+    n, dev_benign = len(dev.ids), int((dev.labels != BLOCK).sum())
     model_blocks = (settled[n:, BLOCK] >= threshold) & ~extra.ruled
     record = {
-        "benign_requests": int((dev.labels != BLOCK).sum()) + len(extra.data.ids),
-        "dev_benign": int((dev.labels != BLOCK).sum()),
+        "benign_requests": dev_benign + len(extra.data.ids),
+        "dev_benign": dev_benign,
         "extra": {"requests": len(extra.data.ids), "sha256": extra.record.get("sha256"),
                   "builds": [b.get("seed") for b in extra.record.get("builds", [])],
                   "blocked_by_rules": int(extra.ruled.sum()), "blocked_by_model_only": int(model_blocks.sum())},  # fmt: skip

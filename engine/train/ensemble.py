@@ -106,6 +106,7 @@ def repackage(net, tokenizer: Path, args, trained_on: dict, step4: str) -> tuple
     as training makes them (package), then the held-out evaluation (finish). `trained_on` gets the split's sizes."""
     from engine.train import calibrate
     from engine.train.__main__ import canonical_cached, finish, package, split_dev
+    from engine.train.calibration import DEV_SHARE
     from engine.train.data import encode_records, read_jsonl
     from engine.train.loop import predict
     from tokenizers import Tokenizer
@@ -113,7 +114,7 @@ def repackage(net, tokenizer: Path, args, trained_on: dict, step4: str) -> tuple
     corpus, out = Path(args.corpus), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     records = list(read_jsonl(corpus / "train.jsonl"))
-    train_recs, dev_recs = split_dev(records, 0.05, args.seed, args.dev_split)
+    train_recs, dev_recs = split_dev(records, DEV_SHARE, args.seed, args.dev_split)
     progress(f"  {len(dev_recs):,} dev requests (held out from the weights' training)")
     progress("[2/6] canonical text; the weights' tokenizer")
     dev_parts = canonical_cached(corpus / "train.jsonl", trained_on["train_sha256"], dev_recs, args, "dev")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from engine import bundle as bundles
 from engine.errors import BundleError
-from engine.train.calibration import CalibrationError
+from engine.train.calibration import DEV_SHARE, CalibrationError
 from engine.train.data import progress
 
 
@@ -52,6 +52,7 @@ def main(argv=None) -> int:
         canonical_cached,
         file_sha256,
         finish,
+        load_calibration,
         split_dev,
     )
     from engine.train.data import encode_records, read_jsonl
@@ -74,11 +75,12 @@ def main(argv=None) -> int:
     tok = Tokenizer.from_file(str(bundle.tokenizer_path))
     progress(f"[1/6] {bundle.id}: its int8 model as it is; reading {corpus / 'train.jsonl'} and {args.calibration}")
     try:
-        extra = calibration_requests(Path(args.calibration), train_sha256, tok, args)
+        records, record = load_calibration(Path(args.calibration), train_sha256, args)
     except CalibrationError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    _, dev_recs = split_dev(list(read_jsonl(corpus / "train.jsonl")), 0.05, args.seed, args.dev_split)
+    extra = calibration_requests(Path(args.calibration), records, record, tok, args)
+    _, dev_recs = split_dev(list(read_jsonl(corpus / "train.jsonl")), DEV_SHARE, args.seed, args.dev_split)
     progress(f"[2/6] {len(dev_recs):,} dev requests (held out from the bundle's training); canonical text")
     dev_parts = canonical_cached(corpus / "train.jsonl", train_sha256, dev_recs, args, "dev")
     progress("[3/6] encoding; the rules on the dev split")

@@ -177,7 +177,7 @@ def test_training_and_recalibrating_set_the_same_threshold_on_the_calibration_re
     assert (tmp_path / "other.json").is_file()  # its record beside it, not over the corpus's calibration.json
     assert "made for another run" in capsys.readouterr().err and not (tmp_path / "bad").exists()
     assert train_main(["--corpus", str(corpus), "--out", str(tmp_path / "bad"), *TINY_TRAINING, "--calibration", str(other)]) == 2
-    assert "made for another run" in capsys.readouterr().err
+    assert "made for another run" in capsys.readouterr().err and not (tmp_path / "bad").exists()
 
 
 def test_the_threshold_reads_the_calibration_requests_beside_the_dev_split(monkeypatch):
