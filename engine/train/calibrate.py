@@ -113,6 +113,14 @@ def rules_blocks(records: list[dict], cut: Sequence[bool] | None = None, procs: 
         return np.array(pool.map(_worker_blocked, items, chunksize=256), dtype=bool)
 
 
+def rules_id() -> str:
+    """The rules that rules_blocks reads (`rules:clef-default@16`): a threshold is set on what they let through, so
+    bundle.json's dev_with_rules names them, and a rules change calls for `python -m engine.train.recalibrate`."""
+    from rules.engine import RuleEngine
+
+    return RuleEngine.load().model
+
+
 _WORKER_RULES = None  # a rules_blocks worker process's rule engine, loaded once by _load_rules
 
 
@@ -202,7 +210,7 @@ def set_threshold(model: Path, window: int, dev: Encoded, dev_probs: np.ndarray,
         log(f"  scored {len(extra.data.ids):,} calibration requests in {time.time() - t0:.0f} s")
         data, probs, ruled = joined(dev, extra.data), np.concatenate([dev_probs, extra_probs]), np.concatenate([dev_ruled, extra.ruled])
     threshold, settled = settled_threshold(probs, data.labels, target_fpr, ruled, alone_scorer(model, data, window), log)
-    union = figures(settled[: len(dev.ids)], dev.labels, threshold, dev_ruled)
+    union = {**figures(settled[: len(dev.ids)], dev.labels, threshold, dev_ruled), "rules": rules_id()}
     if extra is None:
         return threshold, union, None
     n, dev_benign = len(dev.ids), int((dev.labels != BLOCK).sum())

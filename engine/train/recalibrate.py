@@ -1,15 +1,19 @@
-"""Set a bundle's block threshold again on more benign requests, its model unchanged:
-`python -m engine.train.recalibrate --bundle DIR --corpus C --calibration FILE --out DIR [--version V] [--install]`.
+"""Set a bundle's block threshold again, its model unchanged:
+`python -m engine.train.recalibrate --bundle DIR --corpus C [--calibration FILE] --out DIR [--version V] [--install]`.
 
     the bundle's model.onnx, tokenizer.json and weights.pt (copied as they are: the same scores)
-    → the dev split of its own training run (corpus, seed and split as its bundle.json records them) and the
-      calibration requests made for that run (engine.train.calibration)
-    → the block threshold as `python -m engine.train --calibration` sets it ([5/6])
+    → the dev split of its own training run (corpus, seed and split as its bundle.json records them), and the
+      calibration requests made for that run when given (engine.train.calibration)
+    → the block threshold as `python -m engine.train [--calibration FILE]` sets it ([5/6]), beside the rules
+      installed now
     → evaluation on corpus/test.jsonl and corpus/evasion.jsonl ([6/6])
 
-What it is for: a bundle whose threshold was set on the dev split alone gets the threshold its training run
-would have set with the calibration requests, without an hour of training, and its figures are measured again.
-bundle.json keeps the bundle's `trained_on` and says which bundle it recalibrated and what threshold it had.
+What it is for: the threshold is the model's share of the benign false positives that the rules leave (engine.train
+[5/6]), so it depends on the rules as well as on the model. After the rules change (a new rules version), a bundle
+gets the threshold its training run would set beside them, without an hour of training; with `--calibration`, the
+threshold a run with the calibration requests would have set. Its figures are measured again. bundle.json keeps the
+bundle's `trained_on`, names the rules in `dev_with_rules`, and says which bundle it recalibrated and what threshold
+it had.
 """
 
 from __future__ import annotations
@@ -30,8 +34,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m engine.train.recalibrate", description=__doc__.split("\n")[0])
     ap.add_argument("--bundle", required=True, help="the bundle whose threshold to set again")
     ap.add_argument("--corpus", required=True, help="the corpus the bundle was trained on")
-    ap.add_argument("--calibration", required=True, metavar="FILE",
-                    help="benign requests held out of the bundle's training run (engine.train.calibration)")
+    ap.add_argument("--calibration", default=None, metavar="FILE",
+                    help="benign requests held out of the bundle's training run (engine.train.calibration), beside the "
+                         "dev split's; without it, the dev split's alone")
     ap.add_argument("--out", required=True, help="bundle folder to write")
     ap.add_argument("--name", default=None, help="default: the bundle's")
     ap.add_argument("--version", default=None, help="default: the bundle's")
@@ -73,13 +78,16 @@ def main(argv=None) -> int:
     args.name, args.version = args.name or bundle.name, args.version or bundle.version
     args.seed, args.dev_split, args.max_tokens, args.limit = int(run["seed"]), run.get("dev_split", "mixed"), bundle.max_tokens, None
     tok = Tokenizer.from_file(str(bundle.tokenizer_path))
-    progress(f"[1/6] {bundle.id}: its int8 model as it is; reading {corpus / 'train.jsonl'} and {args.calibration}")
-    try:
-        records, record = load_calibration(Path(args.calibration), train_sha256, args)
-    except CalibrationError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    extra = calibration_requests(Path(args.calibration), records, record, tok, args)
+    progress(f"[1/6] {bundle.id}: its int8 model as it is; reading {corpus / 'train.jsonl'}"
+             + (f" and {args.calibration}" if args.calibration else ""))  # fmt: skip
+    extra = None
+    if args.calibration:
+        try:
+            records, record = load_calibration(Path(args.calibration), train_sha256, args)
+        except CalibrationError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        extra = calibration_requests(Path(args.calibration), records, record, tok, args)
     _, dev_recs = split_dev(list(read_jsonl(corpus / "train.jsonl")), DEV_SHARE, args.seed, args.dev_split)
     progress(f"[2/6] {len(dev_recs):,} dev requests (held out from the bundle's training); canonical text")
     dev_parts = canonical_cached(corpus / "train.jsonl", train_sha256, dev_recs, args, "dev")
@@ -97,16 +105,18 @@ def main(argv=None) -> int:
     before = float(bundle.thresholds.get("block", 0.5))
     threshold, union, calibration = calibrate.set_threshold(out / "model.onnx", bundle.window, dev_data, dev_probs,
                                                             dev_ruled, args.target_fpr, extra)  # fmt: skip
-    progress(f"  block threshold {threshold:.4f} ({bundle.id}: {before:.4f}); dev with the rules: TPR {union['tpr']:.4f} "
-             f"FPR {union['fpr']:.4f}")  # fmt: skip
+    progress(f"  block threshold {threshold:.4f} ({bundle.id}: {before:.4f}); dev with the rules ({union['rules']}): "
+             f"TPR {union['tpr']:.4f} FPR {union['fpr']:.4f}")  # fmt: skip
     manifest = dict(bundle.manifest)
     manifest.update(name=args.name, version=args.version, thresholds={**manifest.get("thresholds", {}), "block": round(threshold, 6)},
-                    dev_with_rules=union, calibration={**calibration, "recalibrated_from": {"id": bundle.id, "block": before}})  # fmt: skip
+                    dev_with_rules=union, calibration={**(calibration or {}), "recalibrated_from": {"id": bundle.id, "block": before,
+                                                                               "rules": bundle.manifest.get("dev_with_rules", {}).get("rules")}})  # fmt: skip
     manifest.pop("eval", None)  # measured again by finish()
     bundles.write_manifest(out, manifest)
     finish(out, corpus, args.install)
     announce(out, args, t_start)
-    print(f"  block threshold {threshold:.4f} ({bundle.id}: {before:.4f}) on {calibration['benign_requests']:,} benign requests")
+    benign = calibration["benign_requests"] if calibration else int((dev_data.labels != calibrate.BLOCK).sum())
+    print(f"  block threshold {threshold:.4f} ({bundle.id}: {before:.4f}) on {benign:,} benign requests")
     return 0
 
 

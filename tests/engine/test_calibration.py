@@ -132,7 +132,9 @@ def test_training_and_recalibrating_set_the_same_threshold_on_the_calibration_re
     pytest.importorskip("torch")
     from engine import bundle as bundles
     from engine.train.__main__ import main as train_main
+    from engine.train.calibrate import rules_id
     from engine.train.recalibrate import main as recalibrate_main
+    from rules.engine import RuleEngine
     from tests.factories import TINY_TRAINING
 
     corpus = tmp_path / "corpus"
@@ -165,8 +167,21 @@ def test_training_and_recalibrating_set_the_same_threshold_on_the_calibration_re
     assert recal.thresholds["block"] == cal.thresholds["block"]
     assert recal.manifest["dev_with_rules"] == cal.manifest["dev_with_rules"]
     assert {k: v for k, v in recal.manifest["calibration"].items() if k != "recalibrated_from"} == rec
-    assert recal.manifest["calibration"]["recalibrated_from"] == {"id": plain.id, "block": plain.thresholds["block"]}
+    assert recal.manifest["calibration"]["recalibrated_from"] == {"id": plain.id, "block": plain.thresholds["block"],
+                                                                  "rules": rules_id()}  # fmt: skip
     assert recal.manifest["trained_on"] == plain.manifest["trained_on"] and "test" in recal.manifest["eval"]
+    assert plain.manifest["dev_with_rules"]["rules"] == rules_id() == RuleEngine.load().model
+
+    # without --calibration: the threshold the run set on its dev split beside the same rules (after a rules change,
+    # the one it would set beside the new ones)
+    out = tmp_path / "again"
+    assert recalibrate_main(["--bundle", str(plain.path), "--corpus", str(corpus), "--out", str(out), "--threads", "1"]) == 0
+    again = bundles.load(out)
+    assert again.id == plain.id and again.model_path.read_bytes() == plain.model_path.read_bytes()
+    assert again.thresholds["block"] == plain.thresholds["block"]
+    assert again.manifest["dev_with_rules"] == plain.manifest["dev_with_rules"]
+    assert again.manifest["calibration"] == {"recalibrated_from": {"id": plain.id, "block": plain.thresholds["block"],
+                                                                   "rules": rules_id()}}  # fmt: skip
 
     # calibration requests made for another seed's dev split are refused before anything is written
     other = tmp_path / "other.jsonl"
@@ -211,7 +226,8 @@ def test_the_threshold_reads_the_calibration_requests_beside_the_dev_split(monke
     threshold, union, record = calibrate.set_threshold("m.onnx", 64, dev, dev_probs, np.zeros(700, dtype=bool), 0.001, extra)
     # 2,000 benign requests allow 2 model blocks: the third-highest score the rules let through (0.95) must pass
     assert 0.95 < threshold < 0.951
-    assert union == calibrate.figures(dev_probs, dev.labels, threshold, np.zeros(700, dtype=bool))  # dev rows only
+    assert union == {**calibrate.figures(dev_probs, dev.labels, threshold, np.zeros(700, dtype=bool)),  # dev rows only
+                     "rules": calibrate.rules_id()}
     assert union["tpr"] == 1.0 and union["fpr"] == 0.0
     assert record == {"benign_requests": 2000, "dev_benign": 600,
                       "extra": {"requests": 1400, "sha256": "s", "builds": [2], "blocked_by_rules": 20, "blocked_by_model_only": 0}}  # fmt: skip
