@@ -1,6 +1,7 @@
 """Where a bundle's errors on its own dev split sit: by group (payload template, benign source).
 
     python bench/dev_errors.py [--bundle DIR] [--corpus work/corpus] [--top 60] [--out bench/results/dev-errors]
+    python bench/dev_errors.py --bundle DIR --data work/corpus/test.jsonl --out DIR     # a held-out file instead
 
 The dev split is the part of `corpus/train.jsonl` that the bundle's own run held out (its seed and dev-split mode:
 engine.train's `bundle_split`), so the bundle never trained on it, and reading it never touches the test split.
@@ -17,6 +18,8 @@ a results file committed beside the benchmarks holds no corpus text):
   lets the model block 0.1 % of the dev benign requests the rules let through).
 
 A class's figure that rests on a few templates moves by whole templates: read per-class figures with that in mind.
+`--data FILE` reads a request-shaped file instead of the dev split, the same way: where a candidate's errors on a
+held-out test split sit, read after the candidate was judged (a diagnosis: nothing is to be chosen by it).
 Writes dev_errors.png: the share of served misses against the number of groups, largest first.
 """
 
@@ -106,7 +109,7 @@ def chart(res: dict, out: Path) -> Path | None:
     ax.step(np.arange(1, len(sizes) + 1), 100 * sizes, where="post")
     ax.set_xscale("log")
     ax.set_xlabel("groups (payload templates), largest first")
-    ax.set_ylabel("share of served dev misses, %")
+    ax.set_ylabel(f"share of served misses on {Path(res['data']).name if res.get('data') else 'the dev split'}, %")
     ax.set_ylim(0, 100)
     ax.set_title(f"{res['bundle']}: {res['misses']} served misses in {len(sizes)} of {res['attack_groups']} attack groups")
     ax.grid(alpha=0.3)
@@ -114,7 +117,7 @@ def chart(res: dict, out: Path) -> Path | None:
 
 
 def report(res: dict, rows: int = 12) -> str:
-    lines = [f"{res['bundle']} on its dev split: {res['attacks']:,} attacks in {res['attack_groups']} groups, "
+    lines = [f"{res['bundle']} on {res.get('data') or 'its dev split'}: {res['attacks']:,} attacks in {res['attack_groups']} groups, "
              f"{res['benign']:,} benign in {res['benign_groups']} groups; threshold {res['threshold']:.4f}",
              f"served: TPR {100 * res['served_tpr']:.2f} %, FPR {100 * res['served_fpr']:.3f} % "
              f"({res['false_positives']} false positives: model {res['false_positives_by_model']}, rules {res['false_positives_by_rules']})",
@@ -136,18 +139,25 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bundle", default="DEFAULT", help="bundle folder (DEFAULT: the packaged default)")
     ap.add_argument("--corpus", default="work/corpus", help="the corpus the bundle was trained on")
+    ap.add_argument("--data", default=None, help="a request-shaped file (a held-out test split) to read instead of the "
+                    "bundle's dev split; --corpus is then not read")
     ap.add_argument("--top", type=int, default=60, help="how many of the highest-scoring benign requests to group")
     ap.add_argument("--out", default="bench/results/dev-errors")
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args(argv)
     from engine.train.__main__ import bundle_split
+    from engine.train.data import read_jsonl
 
     t0 = time.time()
     bundle = bundles.load(None if args.bundle == "DEFAULT" else args.bundle, allow_rejected=True)
-    _, dev = bundle_split(bundle, Path(args.corpus) / "train.jsonl", log=log)
-    log(f"{bundle.id}: scoring its dev split ({len(dev):,} requests)")
+    if args.data:
+        dev, source = list(read_jsonl(Path(args.data))), {"data": args.data}
+    else:
+        _, dev = bundle_split(bundle, Path(args.corpus) / "train.jsonl", log=log)
+        source = {"corpus": args.corpus}
+    log(f"{bundle.id}: scoring {args.data or 'its dev split'} ({len(dev):,} requests)")
     s = noise.score(Model(bundle, threads=args.threads), dev)
-    res = {"bundle": bundle.id, "corpus": args.corpus,
+    res = {"bundle": bundle.id, **source,
            **analyse(s, dev, float(bundle.manifest.get("thresholds", {}).get("block", 0.5)), args.top)}  # fmt: skip
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

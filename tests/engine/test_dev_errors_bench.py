@@ -52,3 +52,20 @@ def test_a_run_on_the_default_model_writes_figures(tmp_path):
     assert res["misses"] == sum(g["n"] for g in res["miss_groups"])
     assert "example" not in json.dumps(res)  # request text only prints: a committed results file holds no corpus text
     assert "served misses" in run.stdout and "highest-scoring benign" in run.stdout
+
+
+def test_a_held_out_file_is_read_instead_of_the_dev_split(tmp_path):
+    rng = random.Random(7)
+    rows = dev_split_corpus(tmp_path / "corpus", rng, n=30)  # only its records: no corpus is read with --data
+    data = tmp_path / "test.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out"
+    run = subprocess.run([sys.executable, str(ROOT / "bench" / "dev_errors.py"), "--data", str(data), "--corpus",
+                          str(tmp_path / "absent"), "--out", str(out), "--threads", "1", "--top", "5"],
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    res = json.loads((out / "dev_errors.json").read_text())
+    assert res["data"] == str(data) and "corpus" not in res
+    assert res["attacks"] + res["benign"] == 30 and res["attacks"] == 10  # every record, not a 5 % dev split of them
+    assert res["misses"] == sum(g["n"] for g in res["miss_groups"])
+    assert f"on {data}:" in run.stdout
