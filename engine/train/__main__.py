@@ -268,6 +268,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                          "same time in a process each (the same weights either way; at the same time is about a tenth "
                          "faster on 2 cores and holds about 2 GB more per network: engine/train/parallel.py)")
     ap.add_argument("--epochs", type=float, default=3.0, help="passes over the training split (default 3: the default bundle's)")
+    ap.add_argument("--tail-weight", type=float, default=0.0, metavar="W",
+                    help="add a pairwise loss term of weight W between each batch's attacks and its highest-scoring "
+                         "benign requests (engine/train/loop.py; default 0: off, the documented recipe)")
+    ap.add_argument("--tail-share", type=float, default=0.1, metavar="Q",
+                    help="with --tail-weight: the share of a batch's benign requests paired with its attacks (default 0.1)")
     ap.add_argument("--dev-split", choices=("groups", "mixed"), default="mixed",
                     help="how the calibration split is held out: whole groups (payload templates, text sources) but "
                          "single records of generator families (mixed, the default), or whole groups throughout")
@@ -299,6 +304,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     if args.networks < 1:
         ap.error("--networks must be 1 or more")
+    if args.tail_weight < 0 or not 0 < args.tail_share <= 1:
+        ap.error("--tail-weight must be 0 or more and --tail-share above 0 and at most 1")
     if args.network_threads is not None and args.network_threads < 1:
         ap.error("--network-threads must be 1 or more")
     return args
@@ -338,7 +345,8 @@ def main(argv=None) -> int:
     members, inits = [], [member_seed(args, k) for k in range(args.networks)]
     for k, init in enumerate(inits):
         seed = args.seed if init is None else init
-        members.append(Member(net=shape, draw_seed=seed, config=TrainConfig(epochs=args.epochs, seed=seed)))
+        members.append(Member(net=shape, draw_seed=seed, config=TrainConfig(epochs=args.epochs, seed=seed, tail_weight=args.tail_weight,
+                                                                                tail_share=args.tail_share)))
         if args.networks > 1:
             progress(f"  network {k + 1}: " + (f"--seed {seed}" if init is None else f"--init-seed {seed}"))
     with torch.device("meta"):  # counted without drawing weights
@@ -377,6 +385,7 @@ def main(argv=None) -> int:
         "dev_split": args.dev_split,
         "train_max_tokens": args.train_max_tokens,
         "threads_per_network": threads,
+        **({"tail_loss": {"weight": args.tail_weight, "share": args.tail_share}} if args.tail_weight > 0 else {}),
         **({"device": args.device} if args.device != "cpu" else {}),
     }
     if len(runs) == 1:

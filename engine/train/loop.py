@@ -4,7 +4,11 @@ Loss: cross-entropy over the four labels plus binary cross-entropy over the feat
 benign requests are weighted up (`benign_weight`): false positives are what make operators switch a WAF
 off. When the data carries soft label targets (`Encoded.soft`: in fine-tuning, the base model's own
 distributions for the replayed corpus), the cross-entropy is taken against them instead of the hard
-labels. The step count is fixed by the epochs, not by the clock, so a rerun with the same seed and corpus
+labels. With `tail_weight` above 0, a pairwise term is added for the operating point the block threshold is set
+at (0.1 % of benign requests): in each batch, every attack is paired with the benign requests that score highest
+there (the top `tail_share` of the batch's benign ones), and each pair costs softplus(benign score - attack score),
+on the block log-odds. Cross-entropy weighs every benign request alike; the threshold is set by the few that score
+highest, and this term works on those and on the attacks that score under them (a partial-AUC surrogate). The step count is fixed by the epochs, not by the clock, so a rerun with the same seed and corpus
 gives the same weights (on the same machine and thread count). `max_seconds` (fine-tuning's `--minutes`)
 can stop a run earlier; the result then says how many steps it made.
 """
@@ -37,6 +41,27 @@ class TrainConfig:
     seed: int = 1
     log_every_s: float = 30.0
     max_seconds: float | None = None  # stop after this long, whatever the epochs say (None: never)
+    tail_weight: float = 0.0  # the pairwise term on the batch's highest-scoring benign requests (0: off, the recipe)
+    tail_share: float = 0.1  # the share of a batch's benign requests it pairs the attacks with
+
+
+def block_log_odds(label_logits: torch.Tensor, block: int) -> torch.Tensor:
+    """log p(block) - log(1 - p(block)) from the label logits, computed without forming the probabilities."""
+    others = torch.cat([label_logits[:, :block], label_logits[:, block + 1 :]], dim=1)
+    return label_logits[:, block] - torch.logsumexp(others, dim=1)
+
+
+def tail_loss(label_logits: torch.Tensor, y: torch.Tensor, block: int, share: float) -> torch.Tensor:
+    """Mean softplus(z_benign - z_attack) over every attack of the batch and its top `share` benign requests by
+    block log-odds z (at least one); 0 when the batch lacks either side. Hard labels: `y` holds label indices."""
+    z = block_log_odds(label_logits, block)
+    attack = y == block
+    pos, neg = z[attack], z[~attack]
+    if pos.numel() == 0 or neg.numel() == 0:
+        return z.sum() * 0.0
+    k = max(1, math.ceil(share * neg.numel()))
+    hard = torch.topk(neg, k).values
+    return F.softplus(hard[None, :] - pos[:, None]).mean()
 
 
 class WeightAverage:
@@ -121,6 +146,8 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig, log=progress, averages:
             label_logits, feature_logits = net.logits(ids)
             loss = F.cross_entropy(label_logits, target, weight=label_weight)
             loss = loss + cfg.feature_weight * F.binary_cross_entropy_with_logits(feature_logits, yf)
+            if cfg.tail_weight > 0:
+                loss = loss + cfg.tail_weight * tail_loss(label_logits, y, block, cfg.tail_share)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
