@@ -328,3 +328,58 @@ def test_cached_canonical_texts_follow_the_reading_code(tmp_path, monkeypatch):
     monkeypatch.setattr(train_cli, "reading_hash", lambda: "another reading")
     assert train_cli.canonical_cached(source, "sha", recs, args, "train") == first
     assert len(list(tmp_path.glob(".canonical-train-*.pkl"))) == 2
+
+
+def test_the_tail_term_pairs_every_attack_with_the_highest_scoring_benign_requests():
+    """`--tail-weight`: softplus(benign - attack) on the block log-odds, over each attack and the batch's top
+    `share` of benign requests; the other benign requests get no gradient from it."""
+    from torch.nn import functional as F
+
+    from engine.train.loop import block_log_odds, tail_loss
+
+    torch.manual_seed(0)
+    logits = torch.randn(10, 4, requires_grad=True)
+    y = torch.tensor([0, 1, 2, 3, 0, 1, 2, 3, 1, 0])  # block is label 0: three attacks, seven benign
+    z = block_log_odds(logits, 0)
+    p = torch.softmax(logits, 1)[:, 0]
+    assert torch.allclose(z, torch.log(p / (1 - p)), atol=1e-5)
+    loss = tail_loss(logits, y, 0, 0.3)  # ceil(0.3 * 7) = 3 benign requests
+    benign = [i for i in range(10) if y[i] != 0]
+    top = sorted(benign, key=lambda i: float(z[i]), reverse=True)[:3]
+    want = torch.stack([F.softplus(z[j] - z[i]) for i in (0, 4, 9) for j in top]).mean()
+    assert torch.isclose(loss, want)
+    loss.backward()
+    grad = logits.grad[:, 0]
+    assert all(grad[i] < 0 for i in (0, 4, 9))  # descent raises each attack's block logit
+    assert all(grad[j] > 0 for j in top)  # and lowers the highest benign ones'
+    assert all(grad[j] == 0 for j in benign if j not in top)
+    # a batch without one of the two sides adds nothing, and still back-propagates
+    for only in (torch.tensor([0, 0, 0]), torch.tensor([1, 2, 3])):
+        lone = torch.randn(3, 4, requires_grad=True)
+        none = tail_loss(lone, only, 0, 0.1)
+        none.backward()
+        assert none.item() == 0.0 and lone.grad is not None and not lone.grad.any()
+
+
+def test_the_tail_weight_is_off_in_the_recipe_and_changes_the_weights_when_set():
+    from engine.train.__main__ import parse_args
+    from engine.train.data import Encoded
+    from engine.train.loop import TrainConfig, train
+
+    assert parse_args([]).tail_weight == 0.0 and TrainConfig().tail_weight == 0.0
+    for bad in (["--tail-weight", "-1"], ["--tail-weight", "1", "--tail-share", "0"], ["--tail-share", "1.5"]):
+        with pytest.raises(SystemExit):
+            parse_args(bad)
+    rng = np.random.default_rng(5)
+    data = Encoded(ids=[rng.integers(4, 300, int(n)) for n in rng.integers(5, 80, 120)], labels=rng.integers(0, 4, 120),
+                   features=(rng.random((120, len(FEATURES))) < 0.1).astype(np.float32), groups=["g"] * 120)  # fmt: skip
+
+    def run(weight: float) -> dict:
+        torch.manual_seed(1)
+        net = ClefNet(300, 4, len(FEATURES), d=32, window=16, ffn=64)
+        cfg = TrainConfig(epochs=1.0, seed=1, warmup_steps=2, tokens_per_batch=512, log_every_s=1e9, tail_weight=weight)
+        train(net, data, cfg)
+        return {k: v.clone() for k, v in net.state_dict().items()}
+
+    off, on = run(0.0), run(1.0)
+    assert not all(torch.equal(off[k], on[k]) for k in off)
