@@ -345,8 +345,8 @@ def main(argv=None) -> int:
     members, inits = [], [member_seed(args, k) for k in range(args.networks)]
     for k, init in enumerate(inits):
         seed = args.seed if init is None else init
-        members.append(Member(net=shape, draw_seed=seed, config=TrainConfig(epochs=args.epochs, seed=seed, tail_weight=args.tail_weight,
-                                                                                tail_share=args.tail_share)))
+        cfg = TrainConfig(epochs=args.epochs, seed=seed, tail_weight=args.tail_weight, tail_share=args.tail_share)
+        members.append(Member(net=shape, draw_seed=seed, config=cfg))
         if args.networks > 1:
             progress(f"  network {k + 1}: " + (f"--seed {seed}" if init is None else f"--init-seed {seed}"))
     with torch.device("meta"):  # counted without drawing weights

@@ -8,9 +8,10 @@ labels. With `tail_weight` above 0, a pairwise term is added for the operating p
 at (0.1 % of benign requests): in each batch, every attack is paired with the benign requests that score highest
 there (the top `tail_share` of the batch's benign ones), and each pair costs softplus(benign score - attack score),
 on the block log-odds. Cross-entropy weighs every benign request alike; the threshold is set by the few that score
-highest, and this term works on those and on the attacks that score under them (a partial-AUC surrogate). The step count is fixed by the epochs, not by the clock, so a rerun with the same seed and corpus
-gives the same weights (on the same machine and thread count). `max_seconds` (fine-tuning's `--minutes`)
-can stop a run earlier; the result then says how many steps it made.
+highest, and this term works on those and on the attacks that score under them (a partial-AUC surrogate).
+The step count is fixed by the epochs, not by the clock, so a rerun with the same seed and corpus gives the
+same weights (on the same machine and thread count). `max_seconds` (fine-tuning's `--minutes`) can stop a run
+earlier; the result then says how many steps it made.
 """
 
 from __future__ import annotations
