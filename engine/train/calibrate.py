@@ -104,11 +104,11 @@ def rules_blocks(records: list[dict], cut: Sequence[bool] | None = None, procs: 
     processes (the benchmarks over whole held-out splits)."""
     items = [(r, cut is not None and not cut[i]) for i, r in enumerate(records)]
     if procs <= 1:
-        return np.array([_worker_blocked(item) for item in items], dtype=bool)
+        return np.array([_blocked(item) for item in items], dtype=bool)
     from multiprocessing import Pool
 
     with Pool(procs, initializer=default_rules) as pool:
-        return np.array(pool.map(_worker_blocked, items, chunksize=256), dtype=bool)
+        return np.array(pool.map(_blocked, items, chunksize=256), dtype=bool)
 
 
 @functools.cache
@@ -126,16 +126,13 @@ def rules_id() -> str:
     return default_rules().model
 
 
-def _worker_blocked(item: tuple[dict, bool]) -> bool:
-    return _blocked(default_rules(), item)
-
-
-def _blocked(rules, item: tuple[dict, bool]) -> bool:
+def _blocked(item: tuple[dict, bool]) -> bool:
+    """Whether the default rules block one record (`item`: the record, and whether the model read it whole)."""
     from engine.eval import features_of as record_features
 
     record, whole = item
     f = record_features(record)
-    return rules.evaluate(f, read_whole=whole and not f.truncated).blocked
+    return default_rules().evaluate(f, read_whole=whole and not f.truncated).blocked
 
 
 def block_threshold(probs: np.ndarray, labels: np.ndarray, target_fpr: float, ruled: np.ndarray | None = None) -> float:

@@ -161,9 +161,8 @@ def test_the_exported_graph_reads_no_shape_but_the_inputs(tmp_path):
     assert [list(n.input) for n in graph.node if n.op_type == "Shape"] == [["input_ids"]]
 
 
-def test_a_rerun_with_the_same_seed_gives_the_same_weights():
-    """What makes `python -m engine.train` reproducible: the step count comes from the epochs (not the clock),
-    and every draw (initial weights, batch order) from the seed."""
+def tiny_run(seed: int, **config) -> dict:
+    """The weights of a small network after one epoch over 120 random sequences (the same sequences every call)."""
     from engine.train.data import Encoded
     from engine.train.loop import TrainConfig, train
 
@@ -174,14 +173,16 @@ def test_a_rerun_with_the_same_seed_gives_the_same_weights():
         features=(rng.random((120, len(FEATURES))) < 0.1).astype(np.float32),
         groups=["g"] * 120,
     )
+    torch.manual_seed(seed)
+    net = ClefNet(300, 4, len(FEATURES), d=32, window=16, ffn=64)
+    train(net, data, TrainConfig(epochs=1.0, seed=seed, warmup_steps=2, tokens_per_batch=512, log_every_s=1e9, **config))
+    return {k: v.clone() for k, v in net.state_dict().items()}
 
-    def run(seed: int) -> dict:
-        torch.manual_seed(seed)
-        net = ClefNet(300, 4, len(FEATURES), d=32, window=16, ffn=64)
-        train(net, data, TrainConfig(epochs=1.0, seed=seed, warmup_steps=2, tokens_per_batch=512, log_every_s=1e9))
-        return {k: v.clone() for k, v in net.state_dict().items()}
 
-    a, b, c = run(1), run(1), run(2)
+def test_a_rerun_with_the_same_seed_gives_the_same_weights():
+    """What makes `python -m engine.train` reproducible: the step count comes from the epochs (not the clock),
+    and every draw (initial weights, batch order) from the seed."""
+    a, b, c = tiny_run(1), tiny_run(1), tiny_run(2)
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert not all(torch.equal(a[k], c[k]) for k in a)
 
@@ -363,23 +364,11 @@ def test_the_tail_term_pairs_every_attack_with_the_highest_scoring_benign_reques
 
 def test_the_tail_weight_is_off_in_the_recipe_and_changes_the_weights_when_set():
     from engine.train.__main__ import parse_args
-    from engine.train.data import Encoded
-    from engine.train.loop import TrainConfig, train
+    from engine.train.loop import TrainConfig
 
     assert parse_args([]).tail_weight == 0.0 and TrainConfig().tail_weight == 0.0
     for bad in (["--tail-weight", "-1"], ["--tail-weight", "1", "--tail-share", "0"], ["--tail-share", "1.5"]):
         with pytest.raises(SystemExit):
             parse_args(bad)
-    rng = np.random.default_rng(5)
-    data = Encoded(ids=[rng.integers(4, 300, int(n)) for n in rng.integers(5, 80, 120)], labels=rng.integers(0, 4, 120),
-                   features=(rng.random((120, len(FEATURES))) < 0.1).astype(np.float32), groups=["g"] * 120)  # fmt: skip
-
-    def run(weight: float) -> dict:
-        torch.manual_seed(1)
-        net = ClefNet(300, 4, len(FEATURES), d=32, window=16, ffn=64)
-        cfg = TrainConfig(epochs=1.0, seed=1, warmup_steps=2, tokens_per_batch=512, log_every_s=1e9, tail_weight=weight)
-        train(net, data, cfg)
-        return {k: v.clone() for k, v in net.state_dict().items()}
-
-    off, on = run(0.0), run(1.0)
+    off, on = tiny_run(1, tail_weight=0.0), tiny_run(1, tail_weight=1.0)
     assert not all(torch.equal(off[k], on[k]) for k in off)
