@@ -36,7 +36,7 @@ from bench.plotting import pyplot, save  # noqa: E402
 from engine import bundle as bundles  # noqa: E402
 from engine.eval import features_of, predict, read_records, truth  # noqa: E402
 from engine.model import Model  # noqa: E402
-from engine.train.calibrate import BLOCK, block_threshold, rules_blocks  # noqa: E402
+from engine.train.calibrate import BLOCK, CEILING, block_threshold, rules_blocks  # noqa: E402
 from engine.verdict import LABELS  # noqa: E402
 
 PERCENTILES = (5, 25, 50, 75, 95)
@@ -95,10 +95,11 @@ def chart(result: dict, draws: dict[str, np.ndarray], test: dict[str, np.ndarray
     if plt is None:
         return None
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    # 1 - threshold on a log scale: the thresholds that matter crowd just under the 0.99 ceiling
-    gap = {by: np.maximum(1 - d, 0.0099) for by, d in draws.items()}
+    # 1 - threshold on a log scale: the thresholds that matter crowd just under the ceiling (calibrate.CEILING)
+    floor = 0.99 * (1 - CEILING)  # a threshold on the ceiling shows just right of it
+    gap = {by: np.maximum(1 - d, floor) for by, d in draws.items()}
     widest = max(float(max(g.max() for g in gap.values())), 1 - result["dev_threshold"], 0.02)
-    bins = np.geomspace(0.0099, widest * 1.05, 50)
+    bins = np.geomspace(floor, widest * 1.05, 50)
     for by, g in gap.items():
         ax.hist(g, bins=bins, alpha=0.5, label=f"dev threshold, resampled by {by}")
     ax.axvline(1 - result["dev_threshold"], color="black", lw=1, label="the bundle's dev threshold")
@@ -109,7 +110,7 @@ def chart(result: dict, draws: dict[str, np.ndarray], test: dict[str, np.ndarray
     handles, labels = ax.get_legend_handles_labels()
     if test is not None:
         ax2 = ax.twinx()
-        ts = 1 - np.geomspace(0.0099, widest * 1.05, 200)
+        ts = 1 - np.geomspace(floor, widest * 1.05, 200)
         ax2.plot(1 - ts, [100 * served(test, t)["fpr"] for t in ts], color="crimson", label="served FPR on the test split")
         ax2.set_ylabel("served benign FPR on test (%)", color="crimson")
         h2, l2 = ax2.get_legend_handles_labels()
@@ -168,7 +169,7 @@ def main(argv=None) -> int:
     draws = {by: bootstrap(dev, args.rounds, target, by) for by in ("request", "group")}
     for by, d in draws.items():
         q = [float(x) for x in np.percentile(d, PERCENTILES)]
-        row = {"percentiles": list(PERCENTILES), "thresholds": [round(x, 5) for x in q], "share_at_ceiling": round(float((d >= 0.99).mean()), 3)}
+        row = {"percentiles": list(PERCENTILES), "thresholds": [round(x, 5) for x in q], "share_at_ceiling": round(float((d >= CEILING).mean()), 3)}
         if test is not None:
             row["test_served"] = [served(test, x) for x in q]
         result[f"by_{by}"] = row
@@ -187,7 +188,7 @@ def main(argv=None) -> int:
     for by in draws:
         row = result[f"by_{by}"]
         line = "  ".join(f"p{p} {t:.4f}" for p, t in zip(PERCENTILES, row["thresholds"]))
-        print(f"  resampled by {by:7s}: {line}  (at the 0.99 ceiling: {100 * row['share_at_ceiling']:.0f} %)")
+        print(f"  resampled by {by:7s}: {line}  (at the ceiling, {CEILING}: {100 * row['share_at_ceiling']:.0f} %)")
         if test is not None:
             print("  " + " " * 22 + "  ".join(f"FPR {100 * s['fpr']:.3f} %" for s in row["test_served"]) + "  (test, served)")
     print(f"results: {out / 'threshold_noise.json'}" + (f", {png}" if png else "") + f"  ({time.time() - t0:.0f}s)")

@@ -9,7 +9,7 @@ then scored on the run's own dev split (never trained on; no held-out file is re
 one run, one batch order, one seed, and no run-to-run noise between the rows. Figures per row: the model's attack
 TPR at a benign FPR of 0.05 / 0.1 / 0.2 / 0.5 %, the model alone and served (beside the default rules: a request
 the rules block counts as blocked, and the rules' own false positives count against the budget), and the calibrated
-operating point training would choose (`calibrate.block_threshold`, target 0.1 %, the 0.99 cap). Scores are read
+operating point training would choose (`calibrate.block_threshold`, target 0.1 %, its ceiling). Scores are read
 as -log(1 - p(block)), summed from the three benign probabilities, so scores near 1 keep their order. Writes
 weight_average.json and weight_average.png (served TPR against FPR) to `--out`.
 """

@@ -214,7 +214,7 @@ def package(net, dev_data, dev_ruled, fp32_dev: dict, out: Path, args, trained_o
         "outputs": {"label_probs": "softmax over labels", "feature_probs": "sigmoid per feature"},
         "architecture": net.config,
         "quantization": calibrate.quantization_record(choice, measured, fp32_dev, args.int8_layout),
-        "thresholds": {"block": round(threshold, 6)},
+        "thresholds": {"block": calibrate.stored(threshold)},
         "routing": corpus_routing(Path(args.corpus) / "train.jsonl", args.limit),
         "dev_with_rules": union,
         **({"calibration": calibration} if calibration else {}),

@@ -12,6 +12,7 @@ them (Model.run_settled), and the threshold is set again on the settled scores.
 from __future__ import annotations
 
 import functools
+import math
 import random
 import shutil
 import tempfile
@@ -135,8 +136,27 @@ def _blocked(item: tuple[dict, bool]) -> bool:
     return default_rules().evaluate(f, read_whole=whole and not f.truncated).blocked
 
 
+CEILING = 0.9999
+"""The highest block threshold calibration sets (log-odds 9.2). It was 0.99 (log-odds 4.6) until 2026-12-06, and runs
+whose dev split held a family of near-copy benign requests scoring above it (bench/RESULTS.md: 0.12.0, 0.19.0,
+0.19.1) got 0.99 while their model still blocked more than the target there: a cap, not a calibration. 0.9999 still
+leaves the float32 block score about a thousand steps of resolution above it, and a threshold that reaches it says
+the same: a bundle whose dev split's benign requests score that high should not be served (`at_ceiling`)."""
+
+
+def at_ceiling(threshold: float) -> bool:
+    return threshold >= CEILING
+
+
+def stored(threshold: float) -> float:
+    """The threshold as bundle.json keeps it: six decimals, rounded up, so that the stored threshold still lets
+    through the benign score it was set just above (rounding to nearest could put it under that score)."""
+    return math.ceil(threshold * 1e6 - 1e-9) / 1e6
+
+
 def block_threshold(probs: np.ndarray, labels: np.ndarray, target_fpr: float, ruled: np.ndarray | None = None) -> float:
-    """With `ruled` (benign requests the rules block anyway), the model's budget is the target on top of
+    """The lowest block threshold in [0.5, CEILING] at which the model blocks at most `target_fpr` of the benign
+    requests. With `ruled` (benign requests the rules block anyway), the model's budget is the target on top of
     the rules' own false positives: only the benign requests the rules let through count against it."""
     benign_mask = labels != BLOCK
     n_benign = int(benign_mask.sum())
@@ -145,7 +165,7 @@ def block_threshold(probs: np.ndarray, labels: np.ndarray, target_fpr: float, ru
     benign = probs[benign_mask, BLOCK].astype(np.float32)
     if len(benign) == 0:
         return 0.5
-    return float(min(0.99, max(0.5, threshold_allowing(benign, int(np.floor(target_fpr * n_benign))))))
+    return float(min(CEILING, max(0.5, threshold_allowing(benign, int(np.floor(target_fpr * n_benign))))))
 
 
 def alone_scorer(path: Path, data: Encoded, window: int) -> Callable[[int], np.ndarray]:
@@ -171,7 +191,8 @@ def settled_threshold(probs: np.ndarray, labels: np.ndarray, target_fpr: float, 
     first = block_threshold(probs, labels, target_fpr, ruled)
     settled, n = settle(probs, first, alone)
     threshold = block_threshold(settled, labels, target_fpr, ruled)
-    log(f"  settled {n} requests near the threshold alone: {first:.4f} -> {threshold:.4f}")
+    log(f"  settled {n} requests near the threshold alone: {first:.4f} -> {threshold:.4f}"
+        + (" (the ceiling: the model still blocks more than the target there)" if at_ceiling(threshold) else ""))
     return threshold, settled
 
 

@@ -108,7 +108,7 @@ def main(argv=None) -> int:
     progress(f"  block threshold {threshold:.4f} ({bundle.id}: {before:.4f}); dev with the rules ({union['rules']}): "
              f"TPR {union['tpr']:.4f} FPR {union['fpr']:.4f}")  # fmt: skip
     manifest = dict(bundle.manifest)
-    manifest.update(name=args.name, version=args.version, thresholds={**manifest.get("thresholds", {}), "block": round(threshold, 6)},
+    manifest.update(name=args.name, version=args.version, thresholds={**manifest.get("thresholds", {}), "block": calibrate.stored(threshold)},
                     dev_with_rules=union, calibration={**(calibration or {}), "recalibrated_from": {"id": bundle.id, "block": before,
                                                                                "rules": bundle.manifest.get("dev_with_rules", {}).get("rules")}})  # fmt: skip
     manifest.pop("eval", None)  # measured again by finish()

@@ -13,15 +13,18 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from engine import bundle as bundles  # noqa: E402
+from engine.errors import BundleError  # noqa: E402
 from engine.features import Features  # noqa: E402
 from engine.labels import FEATURES  # noqa: E402
 from engine.model import Model  # noqa: E402
-from tests.factories import labelled_corpus, labelled_record as record  # noqa: E402
+from engine.train import weights  # noqa: E402
 from engine.train.__main__ import main as train_main  # noqa: E402
+from engine.train.calibrate import CEILING  # noqa: E402
 from engine.train.export import export_onnx, quantize_dynamic  # noqa: E402
 from engine.train.net import ClefNet  # noqa: E402
-from engine.train import weights  # noqa: E402
-from engine.errors import BundleError  # noqa: E402
+from tests.factories import labelled_corpus  # noqa: E402
+from tests.factories import labelled_record as record
+
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
@@ -41,7 +44,7 @@ def test_pipeline_writes_a_verified_int8_bundle(corpus, tmp_path):
     assert b.version == "9.9.9" and b.labels == ("block", "cache", "origin", "allow")
     assert list(b.features) == list(FEATURES)
     assert m["quantization"]["format"] in ("dynamic", "static")
-    assert 0.5 <= m["thresholds"]["block"] <= 0.99
+    assert 0.5 <= m["thresholds"]["block"] <= CEILING
     assert m["trained_on"]["train_sha256"] and m["trained_on"]["records"] > 0
     assert m["routing"] == "policy" and b.routing == "policy"  # the corpus's routing labels are the policy's
     assert "device" not in m["trained_on"]  # a CPU run's manifest reads as before; only another device is named
@@ -372,3 +375,30 @@ def test_the_tail_weight_is_off_in_the_recipe_and_changes_the_weights_when_set()
             parse_args(bad)
     off, on = tiny_run(1, tail_weight=0.0), tiny_run(1, tail_weight=1.0)
     assert not all(torch.equal(off[k], on[k]) for k in off)
+
+
+def test_the_threshold_may_pass_0_99_up_to_the_ceiling():
+    """Benign dev requests scoring 0.995 set a threshold above them (0.99 used to cap it, leaving them blocked); one
+    scoring over the ceiling leaves the threshold on the ceiling, which calibration reports as such."""
+    from engine.train.calibrate import BLOCK, CEILING, at_ceiling, block_threshold
+
+    def rows(ps: list[float]) -> np.ndarray:
+        return np.array([[p, (1 - p) / 3, (1 - p) / 3, (1 - p) / 3] for p in ps], dtype=np.float32)
+
+    labels = np.array([2] * 1000 + [BLOCK])
+    high = rows([0.1] * 998 + [0.995, 0.996] + [0.9999])
+    t = block_threshold(high, labels, 0.001)  # one benign request may be blocked: the 0.996
+    assert 0.995 < t <= 0.996 and not at_ceiling(t)
+    over = rows([0.1] * 998 + [0.99999, 0.99999] + [1.0])
+    assert block_threshold(over, labels, 0.001) == CEILING and at_ceiling(CEILING)
+
+
+def test_the_stored_threshold_is_rounded_up():
+    """bundle.json keeps six decimals; rounding to nearest could put the threshold under the benign score it was set
+    just above, and the gateway would block that request."""
+    from engine.train.calibrate import stored, threshold_allowing
+
+    scores = np.array([0.1, 0.3, np.float32(0.96543201)], dtype=np.float32)
+    t = threshold_allowing(scores, 0)
+    assert stored(t) >= t > scores.max() and stored(t) == 0.965433
+    assert stored(0.9484) == 0.9484 and stored(0.5) == 0.5
