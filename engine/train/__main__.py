@@ -162,9 +162,10 @@ def eval_figures(res: dict) -> dict:
     return out
 
 
-def finish(out: Path, corpus: Path, install: bool) -> dict:
+def finish(out: Path, corpus: Path, install: bool, limit: int | None = None) -> dict:
     """Evaluate a written bundle on the held-out splits, record the figures in its bundle.json, and
-    optionally install it as the packaged default. Also runs alone: `--finish` on an existing bundle."""
+    optionally install it as the packaged default. Also runs alone: `--finish` on an existing bundle.
+    `limit` (a smoke run's `--limit`): only the first N records of each split, and the figures say so."""
     progress("[6/6] evaluation on held-out data")
     from engine.eval import evaluate, table
 
@@ -173,8 +174,8 @@ def finish(out: Path, corpus: Path, install: bool) -> dict:
     for name in ("test", "evasion"):
         path = corpus / f"{name}.jsonl"
         if path.exists():
-            res = evaluate(out, path, rules=True)
-            figures[name] = eval_figures(res)
+            res = evaluate(out, path, rules=True, limit=limit)
+            figures[name] = {**eval_figures(res), **({"limit": limit} if limit else {})}
             print(table(res))
     manifest["eval"] = figures
     manifest = bundles.write_manifest(out, manifest)
@@ -276,7 +277,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--dev-split", choices=("groups", "mixed"), default="mixed",
                     help="how the calibration split is held out: whole groups (payload templates, text sources) but "
                          "single records of generator families (mixed, the default), or whole groups throughout")
-    ap.add_argument("--limit", type=int, default=None, help="use only the first N training records (smoke runs)")
+    ap.add_argument("--limit", type=int, default=None,
+                    help="use only the first N training records, and the first N of each held-out split (smoke runs)")
     ap.add_argument("--vocab", type=int, default=8192)
     ap.add_argument("--dim", type=int, default=64)
     ap.add_argument("--ffn", type=int, default=128, help="hidden width of the feed-forward layer (default 128)")
@@ -314,7 +316,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.finish:
-        finish(Path(args.out), Path(args.corpus), args.install)
+        finish(Path(args.out), Path(args.corpus), args.install, args.limit)
         return 0
     t_start = time.time()
     torch.set_num_threads(args.threads)
@@ -396,7 +398,7 @@ def main(argv=None) -> int:
         trained_on["networks_trained"] = how
     choice, threshold = package(net, dev_data, dev_ruled, fp32_dev, out, args, trained_on, extra)
 
-    finish(out, corpus, args.install)
+    finish(out, corpus, args.install, args.limit)
     announce(out, args, t_start)
     for k, run in enumerate(runs):
         who = f"network {k + 1}: " if len(runs) > 1 else ""
