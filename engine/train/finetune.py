@@ -5,7 +5,7 @@ journal.db --out bundles/site-v2 [--corpus work/corpus] [--minutes N]`.
     journal: the marked examples (engine/feedback.py); a quarter of each label held out for the gate
     corpus/train.jsonl: a replay sample, so the model does not forget the attacks it knew; its targets are
       the base model's own label distributions (learning without forgetting), not the hard labels: the
-      served threshold sits near 1 (0.9484 in the default), where a model that merely grows less sure of its
+      served threshold sits near 1 (0.9493 in the default), where a model that merely grows less sure of its
       blocks loses them
     → the mix (site examples repeated to `--site-share` of it) → a few epochs at a low learning rate,
       on CPU, within `--minutes` → int8 exactly as training makes it (calibrate.int8); the base's block
