@@ -140,9 +140,8 @@ CEILING = 0.9999
 """The highest block threshold calibration sets (log-odds 9.2). It was 0.99 (log-odds 4.6) until 2026-12-06, and runs
 whose dev split held a family of near-copy benign requests scoring above it (bench/RESULTS.md: 0.12.0, 0.19.0,
 0.19.1) got 0.99 while their model still blocked more than the target there: a cap, not a calibration. 0.9999 still
-leaves the float32 block score some 1,700 steps of resolution above it (2**-24 apart below 1), and a threshold that
-reaches it says the same: a bundle whose dev split's benign requests score that high should not be served
-(`at_ceiling`)."""
+leaves the float32 block score some 1,700 steps of resolution above it (2**-24 apart below 1); a threshold that
+reaches it is a cap again, and the run's log says so (`at_ceiling`, settled_threshold)."""
 
 
 def at_ceiling(threshold: float) -> bool:

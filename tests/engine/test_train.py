@@ -22,7 +22,7 @@ from engine.train.__main__ import main as train_main  # noqa: E402
 from engine.train.calibrate import CEILING  # noqa: E402
 from engine.train.export import export_onnx, quantize_dynamic  # noqa: E402
 from engine.train.net import ClefNet  # noqa: E402
-from tests.factories import labelled_corpus  # noqa: E402
+from tests.factories import TINY_TRAINING, labelled_corpus  # noqa: E402
 from tests.factories import labelled_record as record
 
 
@@ -380,17 +380,25 @@ def test_the_tail_weight_is_off_in_the_recipe_and_changes_the_weights_when_set()
 def test_the_threshold_may_pass_0_99_up_to_the_ceiling():
     """Benign dev requests scoring 0.995 set a threshold above them (0.99 used to cap it, leaving them blocked); one
     scoring over the ceiling leaves the threshold on the ceiling, which calibration reports as such."""
-    from engine.train.calibrate import BLOCK, CEILING, at_ceiling, block_threshold
+    from engine.train.calibrate import BLOCK, at_ceiling, block_threshold, settled_threshold
 
     def rows(ps: list[float]) -> np.ndarray:
         return np.array([[p, (1 - p) / 3, (1 - p) / 3, (1 - p) / 3] for p in ps], dtype=np.float32)
+
+    def settled(probs: np.ndarray) -> tuple[float, str]:
+        said: list[str] = []
+        threshold, _ = settled_threshold(probs, labels, 0.001, None, lambda i: probs[i], log=said.append)
+        return threshold, said[0]
 
     labels = np.array([2] * 1000 + [BLOCK])
     high = rows([0.1] * 998 + [0.995, 0.996] + [0.9999])
     t = block_threshold(high, labels, 0.001)  # one benign request may be blocked: the 0.996
     assert 0.995 < t <= 0.996 and not at_ceiling(t)
+    assert settled(high)[0] == t and "ceiling" not in settled(high)[1]
     over = rows([0.1] * 998 + [0.99999, 0.99999] + [1.0])
-    assert block_threshold(over, labels, 0.001) == CEILING and at_ceiling(CEILING)
+    assert block_threshold(over, labels, 0.001) == CEILING
+    t, said = settled(over)
+    assert t == CEILING and at_ceiling(t) and "the ceiling" in said  # the run's log says the threshold is a cap
 
 
 def test_the_stored_threshold_is_rounded_up():
@@ -408,8 +416,6 @@ def test_the_stored_threshold_is_rounded_up():
 def test_a_limited_run_evaluates_as_few_records_and_says_so(tmp_path):
     """`--limit N` is a smoke run: it trains on N records and reads only the first N of each held-out split (the whole
     splits took 9 minutes of a 3,000-record run), and bundle.json says its figures are of those N."""
-    from tests.factories import TINY_TRAINING, labelled_corpus
-
     corpus = labelled_corpus(tmp_path / "corpus", random.Random(5), train=300, test=240)
     (corpus / "evasion.jsonl").write_text((corpus / "test.jsonl").read_text())
     out = tmp_path / "bundle"
