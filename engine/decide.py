@@ -37,6 +37,13 @@ from rules.engine import RuleEngine
 
 log = logging.getLogger("clef.engine")
 RULES_INLINE_BODY_BYTES = 4096  # larger bodies are read by the rules in a thread
+# What /health says of a model: which one serves. /health answers without the admin token and is polled by
+# every probe, so the bundle's folder, training record and eval figures stay with /v1/models (token-protected).
+HEALTH_MODEL_KEYS = ("name", "version", "sha256", "max_tokens", "routing")
+
+
+def brief(info: dict[str, Any]) -> dict[str, Any]:
+    return {k: info[k] for k in HEALTH_MODEL_KEYS if k in info}
 
 
 @dataclass(frozen=True)
@@ -229,7 +236,7 @@ class Decider:
         total = sum(self.counts.values())
         out: dict[str, Any] = {
             "status": "ok",
-            "model": self.model.info() if self.model else None,
+            "model": brief(self.model.info()) if self.model else None,
             "breaker": self.breaker.state,
             "decisions": dict(self.counts),
             "fallback_ratio": round(self.counts.get("rules", 0) / total, 4) if total else 0.0,
@@ -239,7 +246,7 @@ class Decider:
             out["shared_cache"] = self.shared.health()
         if self.shadow is not None or self.shadow_error:  # reported, never a 503: it decides nothing
             out["shadow"] = (
-                {"model": self.shadow.info(), "agreement": self.shadow_agreement()} if self.shadow
+                {"model": brief(self.shadow.info()), "agreement": self.shadow_agreement()} if self.shadow
                 else {"error": f"shadow model not loaded: {self.shadow_error}"}
             )  # fmt: skip
         if self.settings.disabled:

@@ -1,6 +1,7 @@
 """The admin listener: health, metrics, models, the decision API and cache purges, on an address of its own.
 
-    GET  /health          200 {"status": "ok", "model": {...}, "breaker": ...} or 503 with the reason
+    GET  /health          200 {"status": "ok", "model": {name, version, sha256, ...}, "breaker": ...} or 503 with the
+                          reason; the model named only (engine.decide.brief): /v1/models has its whole record
     GET  /metrics         the Prometheus text exposition (gateway/metrics.py)
     GET  /v1/models       {"models": [{name, version, labels, features, ...}]}
     POST /v1/decision     {"input": ..., "max_tokens": n} → {"decision": {...}} or {"decisions": [...]}

@@ -8,6 +8,8 @@ import pytest
 from gateway.server import running
 from tests.factories import make_config
 
+TOKEN = "s3cret-admin-token-0123456789"
+
 
 async def test_health_names_the_model(make_gateway):
     gw = await make_gateway(load_bundle=True)  # the full load path: bundle read, checked and warmed
@@ -16,6 +18,17 @@ async def test_health_names_the_model(make_gateway):
     body = await resp.json()
     assert body["status"] == "ok" and body["breaker"] == "closed"
     assert body["model"]["name"] == "clef-default" and body["model"]["version"]
+
+
+async def test_health_names_the_model_and_no_more(make_gateway):
+    """/health answers without the admin token and every probe polls it: the bundle's folder, training record and
+    eval figures are /v1/models' to give."""
+    gw = await make_gateway({"admin": {"token": TOKEN}})
+    body = await (await gw.admin.get("/health")).json()
+    assert set(body["model"]) == {"name", "version", "sha256", "max_tokens", "routing"}
+    assert "work/" not in json.dumps(body) and "eval" not in json.dumps(body)
+    models = (await (await gw.admin.get("/v1/models", headers={"Authorization": f"Bearer {TOKEN}"})).json())["models"]
+    assert models[0]["sha256"] == body["model"]["sha256"] and {"path", "trained_on", "eval"} <= set(models[0])
 
 
 async def test_health_is_503_with_the_reason_when_the_bundle_is_broken(make_gateway, upstream, tmp_path):
