@@ -21,7 +21,8 @@ reads it, and the bundles are compared as served (a block by the model at a thre
 block of a page asset as a probe is the rules' to decide, as in the gateway): the
 served attack TPR at served benign FPRs the rules leave room for (the rules' own false positives are a floor no
 threshold goes under), and at the served false positives of the first bundle at its own threshold, so that a
-candidate is read at the operating point of the default whatever threshold its training calibrated.
+candidate is read at the operating point of the default whatever threshold its training calibrated, and at the
+first bundle's threshold itself (two runs of one recipe at one fixed threshold).
 
 Writes roc.json and roc.png (TPR against FPR, log scale) under --out. A threshold read off this output
 is read off held-out data: use it to compare bundles, never to set a bundle's threshold.
@@ -93,10 +94,12 @@ def served_rates(p: np.ndarray, attack: np.ndarray, ruled: np.ndarray, t: float,
 
 
 def served_figures(p: np.ndarray, attack: np.ndarray, ruled: np.ndarray, own: float, first_fp: int | None,
-                   handed: np.ndarray | None = None) -> dict:  # fmt: skip
+                   handed: np.ndarray | None = None, first_threshold: float | None = None) -> dict:  # fmt: skip
     """Served figures: at the bundle's own threshold, at each of SERVED_FPRS (None where the rules alone exceed
-    it), and at `first_fp` served false positives (the first bundle's at its own threshold). `handed`: requests
-    whose model block would be the rules' to decide (a page asset called a probe)."""
+    it), at `first_fp` served false positives (the first bundle's at its own threshold), and at the first bundle's
+    threshold itself (`first_threshold`; the own threshold for the first): whether two runs of a recipe land
+    closer at one fixed threshold than at the thresholds each one's dev split set. `handed`: requests whose model
+    block would be the rules' to decide (a page asset called a probe)."""
     n_ben = int((~attack).sum())
     out = {"rules_benign": int(ruled[~attack].sum()), "rules_attacks": int(ruled[attack].sum()),
            "own": served_rates(p, attack, ruled, own, handed), "at_fpr": {}}  # fmt: skip
@@ -106,6 +109,7 @@ def served_figures(p: np.ndarray, attack: np.ndarray, ruled: np.ndarray, own: fl
     k = out["own"]["fp"] if first_fp is None else first_fp
     t = served_threshold(p, attack, ruled, k, handed)
     out["at_first_fp"] = None if t is None else {**served_rates(p, attack, ruled, t, handed), "matched_fp": k}
+    out["at_first_threshold"] = served_rates(p, attack, ruled, own if first_threshold is None else first_threshold, handed)
     return out
 
 
@@ -181,15 +185,19 @@ def print_served(results: list[dict]) -> None:
     print(f"served (the model at a threshold, or the default rules): the rules alone block {first['served']['rules_benign']} "
           f"benign requests and {first['served']['rules_attacks']:,} attacks")  # fmt: skip
     print(f"  {'bundle':24s} {'own threshold':>24s} " + " ".join(f"{k:>10s}" for k in SERVED_FPRS_LABELS)
-          + f" {'at the first bundle FP':>26s}")  # fmt: skip
+          + f" {'at the first bundle FP':>26s} {'its threshold':>22s}")  # fmt: skip
     for r in results:
         s = r["served"]
         own = f"{100 * s['own']['tpr']:.2f} % / {s['own']['fp']} FP"
         cells = [f"{100 * v['tpr']:.2f}" if v else "-" for v in s["at_fpr"].values()]
         m = s["at_first_fp"]
         matched = f"{100 * m['tpr']:.2f} % / {m['fp']} FP" if m else "-"
-        print(f"  {r['bundle']:24s} {own:>24s} " + " ".join(f"{c:>10s}" for c in cells) + f" {matched:>26s}")
-    print("  (attack TPR at a served benign FPR; '-': the rules alone block more)")
+        ft = s["at_first_threshold"]
+        fixed = f"{100 * ft['tpr']:.2f} % / {ft['fp']} FP"
+        print(f"  {r['bundle']:24s} {own:>24s} " + " ".join(f"{c:>10s}" for c in cells) + f" {matched:>26s}"
+              + f" {fixed:>22s}")  # fmt: skip
+    print(f"  (attack TPR at a served benign FPR; '-': the rules alone block more; last column: at the first bundle's "
+          f"threshold, {first['own_threshold']:g})")  # fmt: skip
 
 
 def main() -> None:
@@ -233,8 +241,9 @@ def main() -> None:
             }
         if args.served:
             first_fp = results[0]["served"]["own"]["fp"] if results else None
+            first_t = results[0]["own_threshold"] if results else None
             ruled, handed = served
-            row["served"] = served_figures(p, attack, ruled, own, first_fp, handed)
+            row["served"] = served_figures(p, attack, ruled, own, first_fp, handed, first_t)
         row["curve"] = curve(p, attack)
         row["seconds"] = round(time.time() - t0, 1)
         results.append(row)

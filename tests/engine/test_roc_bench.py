@@ -52,6 +52,7 @@ def test_a_run_on_the_default_model_writes_figures_and_a_chart(tmp_path):
     assert (served["rules_attacks"], served["rules_benign"]) == (10, 0) and served["own"] == {
         "threshold": res["own_threshold"], "tpr": 1.0, "fp": 0, "fpr": 0.0}
     assert "served (the model at a threshold, or the default rules)" in run.stdout
+    assert served["at_first_threshold"] == served["own"] and "at the first bundle's threshold" in run.stdout
     assert str(benign) in res["benign_files"] and res["benign_files"][str(benign)]["n"] == 5
     if importlib.util.find_spec("matplotlib") is None:  # the chart needs the bench extra; the figures do not
         assert "matplotlib not installed" in run.stderr and not (out / "roc.png").exists()
@@ -73,8 +74,10 @@ def test_served_figures_count_the_rules_blocks_first():
     m = s["at_first_fp"]  # at the same 2 false positives the lowest threshold lies just above the 0.6 benign
     assert m["matched_fp"] == 2 and m["fp"] == 2 and 0.6 < m["threshold"] <= 0.7 and m["tpr"] == 1.0
     assert s["at_fpr"]["1%"] is None  # 6 benign requests: 1 % allows none, and the rules already block one
-    other = roc.served_figures(p, attack, ruled, own=0.5, first_fp=2)  # a candidate read at the first's 2 FP
+    assert s["at_first_threshold"] == s["own"]  # the first bundle: its own threshold
+    other = roc.served_figures(p, attack, ruled, own=0.5, first_fp=2, first_threshold=0.9)  # a candidate read at the first's 2 FP
     assert other["own"]["fp"] == 3 and other["at_first_fp"]["fp"] <= 2
+    assert other["at_first_threshold"] == s["own"]  # and at the first's threshold: the same scores, the same figures
     handed = np.array([False, False, False, False, True, False, False, True, False, False])  # the rules decide these
     h = roc.served_figures(p, attack, ruled, own=0.9, first_fp=None, handed=handed)
     assert h["own"]["fp"] == 1 and h["own"]["tpr"] == 0.5  # the 0.97 benign goes, and so does the 0.98 attack
