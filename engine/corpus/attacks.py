@@ -71,9 +71,12 @@ LEGACY_CARRIERS = {"query": ("cgi_app", 0.03), "any": ("mounted_legacy", 0.03)}
 # with --oauth-flows (Pools.oauth_flows): query and form payloads ride on identity-provider requests too, in their
 # state, scope, login_hint and added parameters (never a redirect URI: engine.corpus.scenes_auth)
 OAUTH_CARRIERS = {"query": ("idp", 0.02), "form": ("idp", 0.02)}
+# with --bare-clients (Pools.bare_clients): query payloads and the rest ride on requests with next to no headers too
+# (and embed_parts.url sends some path probes so), so a bare request is not benign by its header set alone
+BARE_CARRIERS = {"query": ("bare", 0.02), "any": ("bare", 0.03)}
 # the flag that turns each table on, in the order they are tried (the order fixes the corpus's random draws)
 FLAGGED_CARRIERS = (("mounts", MOUNT_CARRIERS), ("site_layouts", SITE_CARRIERS), ("legacy_folders", LEGACY_CARRIERS),
-                    ("oauth_flows", OAUTH_CARRIERS))  # fmt: skip
+                    ("oauth_flows", OAUTH_CARRIERS), ("bare_clients", BARE_CARRIERS))  # fmt: skip
 
 
 def scene_draft(ctx: Ctx, where: str) -> Draft:

@@ -14,6 +14,8 @@ them where it belongs.
   with ordinary words, `gen:cgi_script/<variant>`;
 - with `--oauth-flows` (Pools.oauth_flows), OAuth 2.0, OpenID Connect and SAML requests to and from an identity
   provider (engine.corpus.scenes_auth): group `gen:idp/<variant>`;
+- with `--bare-clients` (Pools.bare_clients), requests from programs that send next to nothing: no header but Host,
+  or none, or a load generator's short set (engine.corpus.profiles.bare): group `gen:bare/<variant>`;
 - with `lookalikes` (`python -m engine.corpus --lookalikes`), generated lookalikes (engine.corpus.lookalikes):
   joined phrases and command questions in search boxes and text fields, opaque tokens in query, form, JSON
   and cookie positions, health and status checks from monitors and programs;
@@ -42,6 +44,7 @@ SITE_SHAPES = {"asset": 6000, "page_save": 4000}  # with --site-layouts (engine.
 MOUNT_SHAPES = {"mounted": 3000}  # with --mounts (engine.corpus.scenes_site.mounted)
 LEGACY_SHAPES = {"cgi_app": 2500, "mounted_legacy": 2000, "cgi_script": 2000}  # with --legacy-folders (engine.corpus.scenes_site)
 OAUTH_SHAPES = {"idp": 3000}  # with --oauth-flows (engine.corpus.scenes_auth)
+BARE_SHAPES = {"bare": 2500}  # with --bare-clients (scenes_web.bare, profiles.bare)
 LOOKALIKES = {"joined": 3000, "howto": 2000, "token": 3000, "probe": 2000}
 TEST_SHARE = 0.15
 
@@ -238,6 +241,8 @@ def generate(rng: Rng, pools, split: str, scale: float, lookalikes: bool = False
         yield from shape_records(rng.child("legacy"), pools, split, scale, LEGACY_SHAPES)
     if pools.oauth_flows:
         yield from shape_records(rng.child("oauth"), pools, split, scale, OAUTH_SHAPES)
+    if pools.bare_clients:
+        yield from shape_records(rng.child("bare"), pools, split, scale, BARE_SHAPES)
     yield from text_records(rng.child("texts"), pools, split, scale)
     yield from hardneg_records(rng.child("hardneg"), pools, split, scale)
     yield from value_records(rng.child("values"), pools, split, scale)

@@ -110,7 +110,7 @@ def split_parts(prep: Prepared, name: str, rng: Rng, scale: float, lookalikes: b
 
 def build(data_dir: str, out_dir: str, seed: int = 1, scale: float = 1.0, log: Log = _stderr, lookalikes: bool = False,
           image_uploads: bool = False, xml_values: bool = False, site_layouts: bool = False, mounts: bool = False,
-          legacy_folders: bool = False, oauth_flows: bool = False) -> dict:
+          legacy_folders: bool = False, oauth_flows: bool = False, bare_clients: bool = False) -> dict:
     """Write the corpus files. `lookalikes` adds the generated lookalikes (engine.corpus.lookalikes) to the
     benign side; `image_uploads` makes uploaded images SVG, GIF, ICO and metadata-bearing PNG and JPEG files
     (engine.corpus.images) instead of bare ones, on both sides; `xml_values` puts parameter payloads into XML
@@ -119,7 +119,8 @@ def build(data_dir: str, out_dir: str, seed: int = 1, scale: float = 1.0, log: L
     ...) to both sides (scenes_site.mounted); `legacy_folders` adds CGI applications under /cgi-bin/ and sites under
     /site/, /include(s)/ and /components/ (scenes_site.cgi_app, mounted_legacy) to both sides; `oauth_flows` adds
     OAuth 2.0, OpenID Connect and SAML requests with every kind of registered redirect URI to both sides
-    (engine.corpus.scenes_auth); off, the files are the documented corpus, byte for byte."""
+    (engine.corpus.scenes_auth); `bare_clients` adds requests with no header but Host, or none, or a load generator's
+    short set, to both sides (scenes_web.bare, profiles.bare); off, the files are the documented corpus, byte for byte."""
     t0 = time.time()
     data = sources.load(data_dir)
     log(f"[corpus] {data.notes[-1]} ({time.time() - t0:.1f}s)")
@@ -131,6 +132,7 @@ def build(data_dir: str, out_dir: str, seed: int = 1, scale: float = 1.0, log: L
         pools.mounts = mounts
         pools.legacy_folders = legacy_folders
         pools.oauth_flows = oauth_flows
+        pools.bare_clients = bare_clients
     log(f"[corpus] groups and splits ready ({time.time() - t0:.1f}s)")
     os.makedirs(out_dir, exist_ok=True)
     root = Rng(seed, "corpus")

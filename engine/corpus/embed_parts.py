@@ -30,6 +30,8 @@ def url(ctx: Ctx, target: str, query_only: bool = False) -> Draft:
         prefix = rng.pick(["/", "/", "/", "/app/", "/blog/", "/site/", "/portal/"]) if not path.startswith(("http:", "https:")) else "/"
         path = prefix + path
     mode = rng.pick(["navigate", "navigate", "api", "bot", "fetch"])
+    if ctx.pools.bare_clients and rng.chance(0.05):  # probes sent bare, as the benign checks are (profiles.bare)
+        mode = "bare"
     d = start(ctx, "HEAD" if rng.chance(0.05) else "GET", path, mode)
     if sep:
         d.query.append((query, None))

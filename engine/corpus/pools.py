@@ -65,6 +65,7 @@ class Pools:
     mounts: bool = False  # sites served from a folder (/public/, /wordpress/, ...), both sides (scenes_site.mounted)
     legacy_folders: bool = False  # CGI applications under /cgi-bin/, sites under /site/, /includes/, ... (scenes_site)
     oauth_flows: bool = False  # OAuth 2.0, OpenID Connect and SAML requests, both sides (scenes_auth)
+    bare_clients: bool = False  # requests with next to no headers, both sides (scenes_web.bare, profiles.bare)
 
     def cached(self, key: str, make, n: int) -> list:
         """n values from `make()` made once per pool: long exports reuse them instead of generating

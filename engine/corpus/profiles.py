@@ -1,7 +1,7 @@
 """Header profiles: the header sets real clients send, in their real order.
 
 `headers(rng, mode, host)` returns the headers of one request of a given kind (`navigate`, `asset`,
-`fetch`, `form`, `api`, `bot`, `monitor`), from a client drawn for that kind. The benign generator and the
+`fetch`, `form`, `api`, `bot`, `monitor`, `bare`), from a client drawn for that kind. The benign generator and the
 attack embedder call it the same way for the same request shapes, so no header set identifies a label
 (MODEL-NOTES: header profiles were evidence until they were mixed across labels).
 
@@ -169,6 +169,33 @@ MONITORS = [
     "Prometheus/2.51.0", "Blackbox Exporter/0.25.0", "StatusCake_Pagespeed_Indev", "Datadog/Synthetics",
 ]  # fmt: skip
 
+# --bare-clients: programs that send next to nothing. Load generators and one-line scripts with their own short
+# header sets, and requests with no header but Host, or none at all (a balancer's check, a request typed by hand).
+# In the default corpus every benign request carries a client's usual headers, and 144 training attacks for / carry
+# at most one beside Host (protocol anomalies: TRACK /, FOOBAR /), so the default model blocks a bare GET / as a probe
+# (bench/RESULTS.md). The hand-written check set bench/results/bare/bare-clients.jsonl names other tools than these.
+BARE_TOOLS = ["hey/0.0.1", "oha/1.4.5", "k6/0.52.0 (https://k6.io/)", "fasthttp", "h2load nghttp2/1.59.0", "Vegeta",
+              "Artillery (https://artillery.io)", "Gatling", "lua-resty-http/0.17.1 (Lua) ngx_lua/10026", "libcurl-agent/1.0",
+              "autocannon/7.15.0", "bombardier/1.2.6", "Tsung", "drill"]  # fmt: skip
+BARE_FORMS = Weighted({"none": 30, "close": 12, "accept": 10, "keepalive": 8, "tool": 40})
+
+
+def bare(rng: Rng) -> list[tuple[str, str]]:
+    form = BARE_FORMS.draw(rng)
+    if form == "none":
+        return []
+    if form in ("close", "keepalive"):
+        return [("Connection", "close" if form == "close" else "keep-alive")]
+    if form == "accept":
+        return [("Accept", "*/*")]
+    h = [("User-Agent", rng.pick(BARE_TOOLS))]
+    if rng.chance(0.4):
+        h.append(("Accept-Encoding", "gzip"))
+    if rng.chance(0.3):
+        h.append(("Accept", "*/*"))
+    return h
+
+
 BROWSER = Weighted({"chrome": 50, "edge": 8, "firefox": 14, "safari": 22, "bot": 6})
 PROGRAM = Weighted({"curl": 10, "wget": 2, "requests": 12, "httpx": 4, "aiohttp": 3, "go": 8, "okhttp": 6, "axios": 7,
                     "node": 5, "java": 6, "dotnet": 3, "ios_app": 12, "android_app": 10, "chrome": 8, "safari": 4})  # fmt: skip
@@ -205,11 +232,13 @@ def monitor(rng: Rng) -> list[tuple[str, str]]:
 
 
 def headers(rng: Rng, mode: str, host: str, dest: str = "empty", client: str | None = None) -> tuple[str, list[tuple[str, str]]]:
-    """(client, headers) for one request. Modes: navigate, asset, fetch, form, api, bot, monitor."""
+    """(client, headers) for one request. Modes: navigate, asset, fetch, form, api, bot, monitor, bare."""
     if client is None:
-        client = {"api": PROGRAM, "bot": None, "monitor": None}.get(mode, BROWSER)
-        client = "bot" if mode == "bot" else "monitor" if mode == "monitor" else client.draw(rng)
-    if client == "monitor":
+        client = {"api": PROGRAM, "bot": None, "monitor": None, "bare": None}.get(mode, BROWSER)
+        client = mode if mode in ("bot", "monitor", "bare") else client.draw(rng)
+    if client == "bare":
+        h = bare(rng)
+    elif client == "monitor":
         h = monitor(rng)
     elif client in ("chrome", "edge", "firefox", "safari", "bot"):
         h = browser(rng, client, "navigate" if mode in ("navigate", "form") else "sub", dest)

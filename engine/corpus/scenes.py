@@ -70,7 +70,7 @@ def start(ctx: Ctx, method: str, path: str, mode: str, dest: str = "empty", host
           client: str | None = None) -> Draft:  # fmt: skip
     host = host or paths.host(ctx.rng)
     client, hdrs = profiles.headers(ctx.rng, mode, host, dest, client)
-    if method == "HEAD" and client not in ("curl", "requests", "go", "monitor"):
+    if method == "HEAD" and client not in ("curl", "requests", "go", "monitor", "bare"):
         method = "GET"
     return Draft(method=method, path=path, headers=hdrs, client=client, mode=mode)
 

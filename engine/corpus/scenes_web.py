@@ -105,6 +105,40 @@ def health(ctx: Ctx, variant: str) -> Draft:
     return d
 
 
+# --bare-clients (profiles.bare): requests from programs that send next to nothing, for the paths they ask for. A
+# balancer's or a container's check, a root page asked for by hand or by a script, a load generator's targets.
+BARE_CHECK = ["/", "/", "/", "/health", "/healthz", "/status", "/ping", "/index.html", "/up", "/ready", "/alive", "/lbcheck",
+              "/_health", "/api/health", "/heartbeat", "/check", "/index.php", "/default.html"]  # fmt: skip
+BARE_HOSTS = ["10.0.2.15:8080", "127.0.0.1:8080", "127.0.0.1", "localhost", "localhost:3000", "backend", "app:8000"]
+
+
+@scene("bare", ("check", "root", "bench", "script"), "query", keep=("check", "root"))
+def bare(ctx: Ctx, variant: str) -> Draft:
+    rng = ctx.rng
+    q: list[tuple[str, str]] = []
+    if variant == "check":
+        method, path = rng.pick(["GET", "GET", "GET", "HEAD", "OPTIONS"]), rng.pick(BARE_CHECK)
+    elif variant == "root":
+        method, path = "HEAD" if rng.chance(0.25) else "GET", "/"
+    elif variant == "bench":
+        method = "GET"
+        kind = rng.pick(["page", "page", "api", "item", "root"])
+        if kind == "page":
+            path, q = paths.page(rng, rng.pick(paths.SITE_VARIANTS))
+        elif kind == "api":
+            path, q = paths.api_item(rng).rsplit("/", 1)[0], params.benign_pairs(rng, rng.randrange(0, 3))
+        else:
+            path = paths.api_item(rng) if kind == "item" else "/"
+    else:  # script: a page, an asset or an API item fetched by a one-liner
+        method = "HEAD" if rng.chance(0.15) else "GET"
+        path = rng.pick(["/", "/index.html", paths.static(rng, rng.pick(paths.STATIC_VARIANTS))[0], paths.api_item(rng)])
+    d = start(ctx, method, path, "bare", host=rng.pick(BARE_HOSTS) if rng.chance(0.6) else None)
+    if rng.chance(0.12):  # HTTP/1.0 by hand or a balancer's default check: not even a Host
+        d.headers = [(k, v) for k, v in d.headers if k.lower() != "host"]
+    query_slots(ctx, d, q)
+    return d
+
+
 CRAWL = ["/robots.txt", "/sitemap.xml", "/sitemap_index.xml", "/feed/", "/rss.xml", "/atom.xml", "/.well-known/security.txt",
          "/ads.txt", "/humans.txt", "/.well-known/openid-configuration", "/.well-known/apple-app-site-association", "/manifest.json"]  # fmt: skip
 

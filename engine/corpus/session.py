@@ -95,7 +95,10 @@ def edge_headers(rng: Rng) -> list[tuple[str, str]]:
 
 
 def dress(rng: Rng, d: Draft, tokens: list[str] = (), logged_in: float | None = None, auth: float | None = None) -> Draft:
-    """Add cookies, credentials, Origin/Referer and edge headers to a draft, by its shape only."""
+    """Add cookies, credentials, Origin/Referer and edge headers to a draft, by its shape only. A bare client's
+    request (profiles.bare) stays as it is: nothing stands between a balancer's check and the server."""
+    if d.client == "bare":
+        return d
     browser = d.client in BROWSERS
     if browser:
         p_session = 0.4 if logged_in is None else logged_in

@@ -1,0 +1,92 @@
+"""`--bare-clients` (engine.corpus.profiles.bare, scenes_web.bare): requests from programs that send next to nothing,
+benign and carrying payloads, only with the flag; the default corpus's draws are untouched without it."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from engine.corpus import attacks, benign, embed_parts, profiles, session
+from engine.corpus.pools import Pools
+from engine.corpus.rand import Rng
+from engine.corpus.scenes import Ctx, all_scenes
+from engine.features import Features
+from engine.labels import route_label
+from tests.engine.test_corpus_site import TEXTS, carrier_scenes
+
+ROOT = Path(__file__).resolve().parents[2]
+USUAL = {"user-agent", "accept", "accept-encoding", "connection", "host"}  # all a bare request may carry
+
+
+def request(variant: str, i: int):
+    ctx = Ctx(Rng("bare", variant, i), Pools("train", texts=TEXTS, bare_clients=True), "train")
+    d = all_scenes()["bare"].make(ctx, variant)
+    return session.dress(ctx.rng, d, ["tok"])
+
+
+@pytest.mark.parametrize("variant", all_scenes()["bare"].variants)
+def test_every_variant_is_a_benign_request_with_next_to_no_headers(variant):
+    seen = Counter()
+    for i in range(60):
+        d = request(variant, i)
+        method, path, query, headers, body = d.render()
+        names = {k.lower() for k, _ in headers}
+        assert names <= USUAL and not d.cookies and not d.extra and not d.edge, headers  # nothing dressed on
+        assert route_label(Features.build(method=method, path=path, query=query, headers=headers, body=body))[0] != "block"
+        seen["no agent"] += "user-agent" not in names
+        seen["no host"] += "host" not in names
+        seen["root"] += path == "/"
+    assert seen["no agent"] >= 20 and (variant != "root" or seen["root"] == 60)
+    assert sum(seen.values()) and seen["no host"] < 20
+
+
+def test_the_hand_written_check_set_names_tools_the_generator_does_not():
+    rows = [json.loads(line) for line in (ROOT / "bench" / "results" / "bare" / "bare-clients.jsonl").open()]
+    agents = {v for r in rows for k, v in r["headers"] if k.lower() == "user-agent"}
+    assert len(rows) == 40 and agents and not agents & set(profiles.BARE_TOOLS) and not agents & set(profiles.MONITORS)
+
+
+def test_the_flag_adds_the_scene_to_both_sides_and_test_uses_only_held_out_variants():
+    sc = all_scenes()["bare"]
+    held = {f"bare/{v}" for v in sc.held_out()}
+    assert len(held) == 1 and not held & {"bare/check", "bare/root"}
+    recs = list(benign.shape_records(Rng("b"), Pools("train", texts=TEXTS, bare_clients=True), "train", 0.02, benign.BARE_SHAPES))
+    assert len(recs) == 50 and all(r["gen"].startswith("bare/") and r["label"] != "block" for r in recs)
+    assert not {r["gen"] for r in recs} & held
+    test = list(benign.shape_records(Rng("b"), Pools("test", texts=TEXTS, bare_clients=True), "test", 0.1, benign.BARE_SHAPES))
+    assert test and {r["gen"] for r in test} <= held
+    texts = {kind: [{**t, "source": "t", "group": "text:t"} for t in items] for kind, items in TEXTS.items()}
+    gens = {flag: Counter(r["gen"].split("/")[0] for r in benign.generate(Rng("b"), Pools("train", texts=texts, bare_clients=flag), "train", 0.002))
+            for flag in (False, True)}  # fmt: skip
+    assert gens[False]["bare"] == 0 and gens[True]["bare"] == 5
+    assert gens[False]["page"] == gens[True]["page"] > 0  # the rest as before
+
+
+def test_payloads_ride_on_bare_requests_and_probes_go_bare_only_with_the_flag():
+    made = {flag: carrier_scenes("bare_clients", flag, "bpos", 1500) for flag in (False, True)}
+    assert made[False]["bare"] == 0 and made[True]["bare"] >= 10
+    probes = {}
+    for flag in (False, True):
+        pools = Pools("train", texts=TEXTS, bare_clients=flag)
+        drafts = [embed_parts.url(Ctx(Rng("probe", i), pools, "train"), "/cgi-bin/test-cgi") for i in range(600)]
+        probes[flag] = [d for d in drafts if d.client == "bare"]
+    assert not probes[False] and 10 <= len(probes[True]) <= 60
+    assert all({k.lower() for k, _ in d.render()[3]} <= USUAL for d in probes[True])
+    # without the flag the draws are the documented corpus's: the same requests as before the flag existed
+    same = [embed_parts.url(Ctx(Rng("probe", i), Pools("train", texts=TEXTS), "train"), "/x").render() for i in range(50)]
+    again = [embed_parts.url(Ctx(Rng("probe", i), Pools("train", texts=TEXTS), "train"), "/x").render() for i in range(50)]
+    assert same == again and not any(h == [] for _, _, _, h, _ in same)
+
+
+def test_attacks_on_bare_requests_keep_their_payload():
+    pools, rode = Pools("train", texts=TEXTS, bare_clients=True), 0
+    for i in range(2000):
+        d, how = attacks.embed_param(Ctx(Rng("bride", i), pools, "train"), "1' OR '1'='1", "sqli")
+        if d.scene.startswith("bare/"):
+            rode += 1
+            method, path, query, headers, body = d.render()
+            assert "OR" in query + path + (body.decode() if isinstance(body, bytes) else body or "") + str(headers)
+    assert rode >= 10
