@@ -3,6 +3,7 @@ benign and carrying payloads, only with the flag; the default corpus's draws are
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -75,10 +76,26 @@ def test_payloads_ride_on_bare_requests_and_probes_go_bare_only_with_the_flag():
         probes[flag] = [d for d in drafts if d.client == "bare"]
     assert not probes[False] and 10 <= len(probes[True]) <= 60
     assert all({k.lower() for k, _ in d.render()[3]} <= USUAL for d in probes[True])
-    # without the flag the draws are the documented corpus's: the same requests as before the flag existed
-    same = [embed_parts.url(Ctx(Rng("probe", i), Pools("train", texts=TEXTS), "train"), "/x").render() for i in range(50)]
-    again = [embed_parts.url(Ctx(Rng("probe", i), Pools("train", texts=TEXTS), "train"), "/x").render() for i in range(50)]
-    assert same == again and not any(h == [] for _, _, _, h, _ in same)
+
+
+# the digest below, computed with the generator as it was before --bare-clients existed (commit dec4748's parent)
+BEFORE_THE_FLAG = "019064341d032489cefa7cc1650ead155a837ea55c4baa7493ad4b9ee1d403b4"
+
+
+def test_without_the_flag_the_generator_draws_what_it_drew_before_the_flag_existed():
+    """Benign requests, payloads embedded in scenes and path probes, drawn without the flag, hash as they did before it
+    was added: the documented corpus stays byte for byte (a change to the default corpus must update this on purpose)."""
+    texts = {"prose": [{"text": "Hello there, select one of the options and drop me a line.", "kind": "prose", "source": "t", "group": "text:t"}],
+             "code": [{"text": "if (a < b && c > d) { return `${a}`; }", "kind": "code", "source": "t", "group": "text:t"}]}  # fmt: skip
+    h = hashlib.sha256()
+    for r in benign.generate(Rng("golden"), Pools("train", texts=texts), "train", 0.002):
+        h.update(json.dumps(r, sort_keys=True).encode())
+    for i in range(300):
+        for cls, mark in (("sqli", "1' OR '1'='1"), ("xss", "<svg onload=alert(1)>")):
+            d, how = attacks.embed_param(Ctx(Rng("golden", cls, i), Pools("train", texts=texts), "train"), mark, cls)
+            h.update(repr((how, d.render())).encode())
+        h.update(repr(embed_parts.url(Ctx(Rng("golden-url", i), Pools("train", texts=texts), "train"), "/cgi-bin/test-cgi").render()).encode())
+    assert h.hexdigest() == BEFORE_THE_FLAG
 
 
 def test_attacks_on_bare_requests_keep_their_payload():
