@@ -21,6 +21,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import tempfile
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
@@ -31,6 +33,30 @@ import numpy as np
 from engine.train.data import Encoded, progress
 
 WAIT_POLICY = {"OMP_WAIT_POLICY": "passive"}  # set in the workers' environment before they start
+PARENT_POLL_S = 2.0  # how often a worker checks that the run that started it is still there
+
+
+def watch_parent(interval: float = PARENT_POLL_S) -> threading.Thread:
+    """End this worker when the process that started it is gone. A run stopped with `kill` (not Ctrl-C, which reaches
+    the whole process group) would otherwise leave its workers training on for an hour as orphans, taking the cores
+    from whatever runs next (seen 2026-12-06). Polling the parent's pid holds even where the run was killed outright."""
+    global _watcher
+    if _watcher is not None:  # one per worker process, however many networks it trains
+        return _watcher
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    _watcher = threading.Thread(target=watch, name="clef-parent-watch", daemon=True)
+    _watcher.start()
+    return _watcher
+
+
+_watcher: threading.Thread | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +117,7 @@ def _train_one(job) -> tuple[dict, dict]:
     from engine.train.loop import train
 
     k, member, ids_path, lengths, rest, threads = job
+    watch_parent()
     torch.set_num_threads(threads)
     flat = np.load(ids_path, mmap_mode="r")
     ends = np.cumsum(lengths)

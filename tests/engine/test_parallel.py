@@ -79,3 +79,41 @@ def test_the_networks_share_the_run_s_threads_unless_told():
     assert network_threads(parse_args(["--networks", "2", "--network-threads", "2"])) == 2  # how 0.11.x was trained
     with pytest.raises(SystemExit):
         parse_args(["--network-threads", "0"])
+
+
+def test_a_worker_ends_when_the_run_that_started_it_is_killed(tmp_path):
+    """`kill` of a training run (SIGKILL here: no handler runs) must not leave its workers training on as orphans."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pid_file = tmp_path / "worker.pid"
+    worker = ("import os, sys, time; from engine.train.parallel import watch_parent; watch_parent(0.1); "
+              f"open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)")  # fmt: skip
+    run = ("import subprocess, sys, time; "
+           f"subprocess.Popen([sys.executable, '-c', {worker!r}]); time.sleep(60)")  # fmt: skip
+    parent = subprocess.Popen([sys.executable, "-c", run], cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    try:
+        for _ in range(200):
+            if pid_file.exists() and pid_file.read_text():
+                break
+            time.sleep(0.05)
+        child = int(pid_file.read_text())
+        os.kill(child, 0)  # alive while its parent is
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(5)
+        for _ in range(100):
+            try:
+                os.kill(child, 0)
+                with open(f"/proc/{child}/stat") as f:  # exited but not yet reaped by its new parent counts as ended
+                    if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                        break
+            except (ProcessLookupError, FileNotFoundError):
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(child, signal.SIGKILL)
+            raise AssertionError("the worker outlived its parent")
+    finally:
+        parent.kill()
