@@ -76,7 +76,8 @@ class Features:
 
     @classmethod
     def from_text(cls, text: str) -> "Features":
-        """A free-text input to the decision API: the text is the value of one query parameter."""
+        """A free-text input to the decision API: the text is the body of a `text/plain` POST to `/` (so its routing
+        label is `origin`, an unsafe method; the block score reads the text)."""
         return cls.build(method="POST", path="/", headers=(("content-type", "text/plain"),), body=text)
 
     @property
