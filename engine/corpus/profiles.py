@@ -234,8 +234,7 @@ def monitor(rng: Rng) -> list[tuple[str, str]]:
 def headers(rng: Rng, mode: str, host: str, dest: str = "empty", client: str | None = None) -> tuple[str, list[tuple[str, str]]]:
     """(client, headers) for one request. Modes: navigate, asset, fetch, form, api, bot, monitor, bare."""
     if client is None:
-        client = {"api": PROGRAM, "bot": None, "monitor": None, "bare": None}.get(mode, BROWSER)
-        client = mode if mode in ("bot", "monitor", "bare") else client.draw(rng)
+        client = mode if mode in ("bot", "monitor", "bare") else (PROGRAM if mode == "api" else BROWSER).draw(rng)
     if client == "bare":
         h = bare(rng)
     elif client == "monitor":

@@ -34,6 +34,7 @@ from engine.train.data import Encoded, progress
 
 WAIT_POLICY = {"OMP_WAIT_POLICY": "passive"}  # set in the workers' environment before they start
 PARENT_POLL_S = 2.0  # how often a worker checks that the run that started it is still there
+_watcher: threading.Thread | None = None  # this worker's watch_parent thread, once started
 
 
 def watch_parent(interval: float = PARENT_POLL_S) -> threading.Thread:
@@ -55,8 +56,6 @@ def watch_parent(interval: float = PARENT_POLL_S) -> threading.Thread:
     _watcher.start()
     return _watcher
 
-
-_watcher: threading.Thread | None = None
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from engine.corpus.scenes import Ctx, all_scenes
 from engine.corpus.scenes_auth import FORM_VARIANTS, QUERY_VARIANTS, VARIANTS
 from engine.features import Features
 from engine.labels import route_label
-from tests.engine.test_corpus_site import TEXTS, carrier_scenes
+from tests.engine.test_corpus_site import TEXTS, carrier_scenes, flagged_scene
 
 REDIRECT_NAMES = ("redirect_uri", "post_logout_redirect_uri", "RelayState", "redirect_uris")
 LOOPBACK = re.compile(r"^http://(?:127\.0\.0\.1|\[::1\]|localhost):\d{2,5}(?:/|$)")
@@ -68,17 +68,11 @@ def test_native_apps_use_loopback_redirect_uris_and_the_other_flows_every_kind()
 
 
 def test_the_flag_adds_the_scene_to_both_sides_and_test_uses_only_held_out_variants():
-    sc = all_scenes()["idp"]
-    held = {f"idp/{v}" for v in sc.held_out()}
+    held, recs, test, gens = flagged_scene("idp", "oauth_flows", benign.OAUTH_SHAPES, "o")
     assert len(held) == 2 and "idp/authorize_native" not in held and "idp/token_native" not in held
-    recs = list(benign.shape_records(Rng("o"), Pools("train", texts=TEXTS, oauth_flows=True), "train", 0.02, benign.OAUTH_SHAPES))
     assert len(recs) == 60 and all(r["gen"].startswith("idp/") and r["label"] != "block" for r in recs)
     assert not {r["gen"] for r in recs} & held
-    test = list(benign.shape_records(Rng("o"), Pools("test", texts=TEXTS, oauth_flows=True), "test", 0.1, benign.OAUTH_SHAPES))
     assert test and {r["gen"] for r in test} <= held
-    texts = {kind: [{**t, "source": "t", "group": "text:t"} for t in items] for kind, items in TEXTS.items()}
-    gens = {flag: Counter(r["gen"].split("/")[0] for r in benign.generate(Rng("o"), Pools("train", texts=texts, oauth_flows=flag), "train", 0.002))
-            for flag in (False, True)}  # fmt: skip
     assert gens[False]["idp"] == 0 and gens[True]["idp"] == 6
     assert gens[False]["page"] == gens[True]["page"] > 0  # the rest as before
 

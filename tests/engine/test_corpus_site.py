@@ -46,6 +46,18 @@ def carrier_scenes(flag: str, on: bool, seed: str, n: int) -> Counter:
     return made
 
 
+def flagged_scene(scene: str, flag: str, shapes: dict[str, int], seed: str) -> tuple[set[str], list[dict], list[dict], dict[bool, Counter]]:
+    """For a scene that the pool flag `flag` adds: its held-out variants (as `gen` names), its training and test
+    records (scales 0.02 and 0.1), and the scene families benign.generate draws with the flag off and on (0.002)."""
+    held = {f"{scene}/{v}" for v in all_scenes()[scene].held_out()}
+    train = list(benign.shape_records(Rng(seed), Pools("train", texts=TEXTS, **{flag: True}), "train", 0.02, shapes))
+    test = list(benign.shape_records(Rng(seed), Pools("test", texts=TEXTS, **{flag: True}), "test", 0.1, shapes))
+    texts = {kind: [{**t, "source": "t", "group": "text:t"} for t in items] for kind, items in TEXTS.items()}
+    gens = {on: Counter(r["gen"].split("/")[0] for r in benign.generate(Rng(seed), Pools("train", texts=texts, **{flag: on}), "train", 0.002))
+            for on in (False, True)}  # fmt: skip
+    return held, train, test, gens
+
+
 @pytest.mark.parametrize("layout", layouts.LAYOUTS)
 def test_every_layout_serves_files_most_of_them_outside_the_named_folders(layout):
     outside = files = 0

@@ -7,8 +7,7 @@ import pytest
 
 from gateway.server import running
 from tests.factories import make_config
-
-TOKEN = "s3cret-admin-token-0123456789"
+from tests.gateway.test_admin_security import TOKEN
 
 
 async def test_health_names_the_model(make_gateway):
