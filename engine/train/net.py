@@ -75,7 +75,7 @@ class WindowAttention(nn.Module):
         if self.training:  # the fused kernel trains faster; the export keeps plain, quantisable MatMuls
             # q, k and v as views of the projection: their gradients are joined back by one concatenation, where
             # indexing a stacked tensor made autograd zero a buffer of all three and copy each in (the same
-            # values, so the same weights; 9 % of a training step on a 2-core EPYC, bench/RESULTS.md)
+            # values, so the same weights; about a tenth of a training step on a 2-core EPYC, bench/RESULTS.md)
             q, k, v = (t.reshape(-1, w, h, d // h).transpose(1, 2) for t in self.qkv(self.norm(x)).split(d, dim=-1))
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=key_bias).transpose(1, 2)
         else:
