@@ -72,14 +72,15 @@ class WindowAttention(nn.Module):
         """x [windows, w, d]; key_bias [windows, 1, 1, w]: 0 for tokens, -1e4 for padding. Every reshape uses
         the layer's own sizes, so the exported graph computes no shapes at run time."""
         w, h, d = self.window, self.heads, self.d
+        qkv = self.qkv(self.norm(x))
         if self.training:  # the fused kernel trains faster; the export keeps plain, quantisable MatMuls
             # q, k and v as views of the projection: their gradients are joined back by one concatenation, where
             # indexing a stacked tensor made autograd zero a buffer of all three and copy each in (the same
             # values, so the same weights; about a tenth of a training step on a 2-core EPYC, bench/RESULTS.md)
-            q, k, v = (t.reshape(-1, w, h, d // h).transpose(1, 2) for t in self.qkv(self.norm(x)).split(d, dim=-1))
+            q, k, v = (t.reshape(-1, w, h, d // h).transpose(1, 2) for t in qkv.split(d, dim=-1))
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=key_bias).transpose(1, 2)
         else:
-            qkv = self.qkv(self.norm(x)).reshape(-1, w, 3, h, d // h).permute(2, 0, 3, 1, 4)
+            qkv = qkv.reshape(-1, w, 3, h, d // h).permute(2, 0, 3, 1, 4)
             q, k, v = qkv[0], qkv[1], qkv[2]  # [windows, h, w, dh]
             scores = torch.matmul(q * (1.0 / math.sqrt(d // h)), k.transpose(-1, -2)) + key_bias
             y = torch.matmul(torch.softmax(scores, dim=-1), v).permute(0, 2, 1, 3)

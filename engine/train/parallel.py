@@ -57,7 +57,6 @@ def watch_parent(interval: float = PARENT_POLL_S) -> threading.Thread:
     return _watcher
 
 
-
 @dataclass(frozen=True)
 class Member:
     """One network of a run: the ClefNet arguments, the seed its initial weights are drawn from, its TrainConfig."""
