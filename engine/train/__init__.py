@@ -16,3 +16,24 @@ def add_int8_argument(parser: argparse.ArgumentParser) -> None:
                         help="weights of a dynamic int8 model: s8 (the default: signed 7-bit linear weights, convolutions "
                              "in fp32; faster on CPUs with int8 dot products, the same scores everywhere) or u8 (every "
                              "weight unsigned 8-bit, as bundles up to 0.11.0 were made)")  # fmt: skip
+
+
+def add_threshold_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--target-fpr` and `--block-threshold`, for every command that sets a bundle's block threshold (engine.train,
+    engine.train.ensemble, engine.train.recalibrate, engine.train.requantize)."""
+    parser.add_argument("--target-fpr", type=float, default=0.001, help="benign FPR the block threshold is calibrated to")
+    parser.add_argument("--block-threshold", type=block_threshold, default=None, metavar="T",
+                        help="set the block threshold to T instead of calibrating it: a fixed operating point that runs of "
+                             "one recipe on one corpus share. The threshold --target-fpr would set, and the dev figures at "
+                             "T, are recorded in bundle.json (calibration.fixed, dev_with_rules)")  # fmt: skip
+
+
+def block_threshold(text: str) -> float:
+    """A --block-threshold value: a block score strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number between 0 and 1, got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (exclusive), got {text}")
+    return value

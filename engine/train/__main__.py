@@ -32,7 +32,7 @@ from tokenizers import Tokenizer
 from engine import bundle as bundles
 from engine.canonical import VERSION as CANONICAL_VERSION
 from engine.labels import FEATURES
-from engine.train import add_int8_argument, calibrate, weights
+from engine.train import add_int8_argument, add_threshold_arguments, calibrate, weights
 from engine.train.calibration import DEV_SHARE, CalibrationError, group_key, in_dev, load
 from engine.train.data import Encoded, canonical_parts, corpus_routing, encode_records, progress, read_jsonl
 from engine.train.loop import TrainConfig, predict, set_seed, train
@@ -200,9 +200,10 @@ def package(net, dev_data, dev_ruled, fp32_dev: dict, out: Path, args, trained_o
     progress("[5/6] export and int8 quantisation")
     choice, measured = calibrate.int8(net, dev_data, fp32_dev, out / "model.onnx", args.seed, form=args.int8, layout=args.int8_layout)
     threshold, union, calibration = calibrate.set_threshold(out / "model.onnx", net.window, dev_data, measured[choice]["probs"],
-                                                            dev_ruled, args.target_fpr, extra)  # fmt: skip
-    progress(f"  chose {choice} int8; block threshold {threshold:.4f} (model's share of benign FPR: "
-             f"{args.target_fpr}); dev with the rules: TPR {union['tpr']:.4f} FPR {union['fpr']:.4f}")
+                                                            dev_ruled, args.target_fpr, extra, fixed=args.block_threshold)  # fmt: skip
+    share = "fixed" if args.block_threshold is not None else f"model's share of benign FPR: {args.target_fpr}"
+    progress(f"  chose {choice} int8; block threshold {threshold:.4f} ({share}); dev with the rules: "
+             f"TPR {union['tpr']:.4f} FPR {union['fpr']:.4f}")
     manifest = {
         "name": args.name,
         "version": args.version,
@@ -286,7 +287,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--train-max-tokens", type=int, default=8192,
                     help="longer training sequences keep the head, the body's head and its tail (default 8192)")
     ap.add_argument("--max-tokens", type=int, default=65536, help="the bundle's serving token budget")
-    ap.add_argument("--target-fpr", type=float, default=0.001, help="benign FPR the block threshold is calibrated to")
+    add_threshold_arguments(ap)
     ap.add_argument("--calibration", default=None, metavar="FILE",
                     help="more benign requests held out of this run to set the threshold on, beside the dev split's: "
                          "what `python -m engine.train.calibration` writes for this corpus, seed and dev split")

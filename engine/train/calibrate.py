@@ -213,19 +213,32 @@ def joined(a: Encoded, b: Encoded) -> Encoded:
 
 
 def set_threshold(model: Path, window: int, dev: Encoded, dev_probs: np.ndarray, dev_ruled: np.ndarray, target_fpr: float,
-                  extra: Extra | None = None, log: Callable[[str], None] = progress) -> tuple[float, dict, dict | None]:  # fmt: skip
+                  extra: Extra | None = None, log: Callable[[str], None] = progress,
+                  fixed: float | None = None) -> tuple[float, dict, dict | None]:  # fmt: skip
     """(threshold, dev figures with the rules at it, bundle.json's "calibration" or None): the settled block threshold
-    of the int8 model at `model` on the dev split's benign requests, and on `extra`'s too when given (scored here)."""
+    of the int8 model at `model` on the dev split's benign requests, and on `extra`'s too when given (scored here).
+    With `fixed`, the threshold is that number instead (a recipe's operating point that runs of it share): the
+    quantile the benign requests would have set is still found, and recorded beside it with the dev figures at the
+    number, so a bundle says what share of its dev traffic the number blocks."""
     data, probs, ruled = dev, dev_probs, dev_ruled
     if extra is not None:
         t0 = time.time()
         extra_probs = score_onnx(model, extra.data, window)
         log(f"  scored {len(extra.data.ids):,} calibration requests in {time.time() - t0:.0f} s")
         data, probs, ruled = joined(dev, extra.data), np.concatenate([dev_probs, extra_probs]), np.concatenate([dev_ruled, extra.ruled])
-    threshold, settled = settled_threshold(probs, data.labels, target_fpr, ruled, alone_scorer(model, data, window), log)
+    alone = alone_scorer(model, data, window)
+    threshold, settled = settled_threshold(probs, data.labels, target_fpr, ruled, alone, log)
+    held = None
+    if fixed is not None:
+        held = {"block": fixed, "dev_quantile": stored(threshold), "target_fpr": target_fpr}
+        settled, _ = settle(settled, fixed, alone)  # the rows near the number, as the gateway scores them
+        threshold = fixed
     union = {**figures(settled[: len(dev.ids)], dev.labels, threshold, dev_ruled), "rules": rules_id()}
+    if held is not None:
+        log(f"  block threshold fixed at {fixed} (the benign requests' {target_fpr:g} quantile: {held['dev_quantile']:.4f});"
+            f" dev with the rules there: TPR {union['tpr']:.4f} FPR {union['fpr']:.4f}")  # fmt: skip
     if extra is None:
-        return threshold, union, None
+        return threshold, union, None if held is None else {"fixed": held}
     n, dev_benign = len(dev.ids), int((dev.labels != BLOCK).sum())
     model_blocks = (settled[n:, BLOCK] >= threshold) & ~extra.ruled
     record = {
@@ -237,7 +250,7 @@ def set_threshold(model: Path, window: int, dev: Encoded, dev_probs: np.ndarray,
     }
     log(f"  calibration: {record['benign_requests']:,} benign requests (dev {record['dev_benign']:,}); of the "
         f"{len(extra.data.ids):,} others the rules block {int(extra.ruled.sum())}, the model {int(model_blocks.sum())} more")  # fmt: skip
-    return threshold, union, record
+    return threshold, union, record if held is None else {**record, "fixed": held}
 
 
 def threshold_allowing(scores: np.ndarray, allowed: int) -> float:

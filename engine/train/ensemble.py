@@ -19,7 +19,7 @@ from pathlib import Path
 
 from engine import bundle as bundles
 from engine.errors import BundleError
-from engine.train import add_int8_argument
+from engine.train import add_int8_argument, add_threshold_arguments
 from engine.train.data import progress
 
 
@@ -30,7 +30,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--out", required=True, help="bundle folder to write")
     ap.add_argument("--name", default="clef-default")
     ap.add_argument("--version", default="0.1.0")
-    ap.add_argument("--target-fpr", type=float, default=0.001, help="benign FPR the block threshold is calibrated to")
+    add_threshold_arguments(ap)
     ap.add_argument("--threads", type=int, default=2)
     add_int8_argument(ap)
     ap.add_argument("--install", action="store_true", help="copy the bundle over engine/bundles/default")

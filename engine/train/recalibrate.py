@@ -1,5 +1,6 @@
 """Set a bundle's block threshold again, its model unchanged:
-`python -m engine.train.recalibrate --bundle DIR --corpus C [--calibration FILE] --out DIR [--version V] [--install]`.
+`python -m engine.train.recalibrate --bundle DIR --corpus C [--calibration FILE | --block-threshold T] --out DIR
+[--version V] [--install]`.
 
     the bundle's model.onnx, tokenizer.json and weights.pt (copied as they are: the same scores)
     → the dev split of its own training run (corpus, seed and split as its bundle.json records them), and the
@@ -11,9 +12,10 @@
 What it is for: the threshold is the model's share of the benign false positives that the rules leave (engine.train
 [5/6]), so it depends on the rules as well as on the model. After the rules change (a new rules version), a bundle
 gets the threshold its training run would set beside them, without an hour of training; with `--calibration`, the
-threshold a run with the calibration requests would have set. Its figures are measured again. bundle.json keeps the
-bundle's `trained_on`, names the rules in `dev_with_rules`, and says which bundle it recalibrated and what threshold
-it had.
+threshold a run with the calibration requests would have set; with `--block-threshold T`, the number T (a recipe's
+fixed operating point), the threshold the dev split would have set recorded beside it. Its figures are measured
+again. bundle.json keeps the bundle's `trained_on`, names the rules in `dev_with_rules`, and says which bundle it
+recalibrated and what threshold it had.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 
 from engine import bundle as bundles
 from engine.errors import BundleError
+from engine.train import add_threshold_arguments
 from engine.train.calibration import DEV_SHARE, CalibrationError
 from engine.train.data import progress
 
@@ -40,7 +43,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--out", required=True, help="bundle folder to write")
     ap.add_argument("--name", default=None, help="default: the bundle's")
     ap.add_argument("--version", default=None, help="default: the bundle's")
-    ap.add_argument("--target-fpr", type=float, default=0.001, help="benign FPR the block threshold is calibrated to")
+    add_threshold_arguments(ap)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--install", action="store_true", help="copy the bundle over engine/bundles/default")
     return ap.parse_args(argv)
@@ -104,7 +107,7 @@ def main(argv=None) -> int:
     dev_probs = calibrate.score_onnx(out / "model.onnx", dev_data, bundle.window)
     before = float(bundle.thresholds.get("block", 0.5))
     threshold, union, calibration = calibrate.set_threshold(out / "model.onnx", bundle.window, dev_data, dev_probs,
-                                                            dev_ruled, args.target_fpr, extra)  # fmt: skip
+                                                            dev_ruled, args.target_fpr, extra, fixed=args.block_threshold)  # fmt: skip
     progress(f"  block threshold {threshold:.4f} ({bundle.id}: {before:.4f}); dev with the rules ({union['rules']}): "
              f"TPR {union['tpr']:.4f} FPR {union['fpr']:.4f}")  # fmt: skip
     manifest = dict(bundle.manifest)
@@ -115,8 +118,10 @@ def main(argv=None) -> int:
     bundles.write_manifest(out, manifest)
     finish(out, corpus, args.install)
     announce(out, args, t_start)
-    benign = calibration["benign_requests"] if calibration else int((dev_data.labels != calibrate.BLOCK).sum())
-    print(f"  block threshold {threshold:.4f} ({bundle.id}: {before:.4f}) on {benign:,} benign requests")
+    benign = calibration.get("benign_requests") if calibration else None
+    benign = benign or int((dev_data.labels != calibrate.BLOCK).sum())
+    how = "fixed by --block-threshold" if args.block_threshold is not None else f"on {benign:,} benign requests"
+    print(f"  block threshold {threshold:.4f} ({bundle.id}: {before:.4f}) {how}")
     return 0
 
 

@@ -111,6 +111,46 @@ def test_calibration_made_for_another_run_is_refused(tmp_path):
         load(out, sha, 1, "mixed")
 
 
+def test_a_fixed_threshold_is_kept_with_the_dev_figures_at_it_and_the_quantile_beside_it(monkeypatch):
+    import numpy as np
+
+    from engine.train import calibrate
+    from engine.train.data import Encoded
+
+    n = 1000  # 900 benign scored 0 to 0.9 (the 0.1 % quantile lies just above the highest), 100 attacks at 0.8
+    scores = np.r_[np.linspace(0.0, 0.9, 900), np.full(100, 0.8)].astype(np.float32)
+    probs = np.zeros((n, 4), dtype=np.float32)
+    probs[:, calibrate.BLOCK], probs[:, 1] = scores, 1 - scores
+    labels = np.array([1] * 900 + [calibrate.BLOCK] * 100)
+    dev = Encoded([np.ones(3, dtype=np.int32)] * n, labels, np.zeros((n, 3), dtype=np.float32), [""] * n,
+                  cut=np.zeros(n, dtype=bool))  # fmt: skip
+    alone = []
+    monkeypatch.setattr(calibrate, "alone_scorer", lambda model, data, window: lambda i: alone.append(i) or probs[i])
+    ruled = np.zeros(n, dtype=bool)
+    said = []
+
+    quantile, _, none = calibrate.set_threshold("m.onnx", 64, dev, probs, ruled, 0.001, log=said.append)
+    assert none is None and 0.9 < quantile < 0.9001
+    alone.clear()
+    threshold, union, record = calibrate.set_threshold("m.onnx", 64, dev, probs, ruled, 0.001, log=said.append, fixed=0.75)
+    assert threshold == 0.75
+    assert record == {"fixed": {"block": 0.75, "dev_quantile": calibrate.stored(quantile), "target_fpr": 0.001}}
+    # the dev figures are the number's: every attack (0.8) blocked, the benign requests from 0.75 up (150 of 900) too
+    assert union == {**calibrate.figures(probs, labels, 0.75, ruled), "rules": calibrate.rules_id()}
+    assert union["tpr"] == 1.0 and abs(union["fpr"] - 150 / 900) < 0.002
+    assert any(abs(scores[i] - 0.75) < 0.01 for i in alone)  # the rows near the number were scored alone
+    assert "fixed at 0.75" in said[-1]
+
+
+@pytest.mark.parametrize("value", ["0", "1", "1.5", "-0.2", "high"])
+def test_a_block_threshold_outside_0_and_1_is_refused(value, capsys):
+    from engine.train.recalibrate import parse_args
+
+    with pytest.raises(SystemExit):
+        parse_args(["--bundle", "b", "--corpus", "c", "--out", "o", "--block-threshold", value])
+    assert "--block-threshold" in capsys.readouterr().err
+
+
 def test_the_command_refuses_a_missing_build_and_the_corpus_itself(tmp_path, capsys):
     corpus = tmp_path / "corpus"
     corpus_with_families(corpus, 1)
@@ -182,6 +222,16 @@ def test_training_and_recalibrating_set_the_same_threshold_on_the_calibration_re
     assert again.manifest["dev_with_rules"] == plain.manifest["dev_with_rules"]
     assert again.manifest["calibration"] == {"recalibrated_from": {"id": plain.id, "block": plain.thresholds["block"],
                                                                    "rules": rules_id()}}  # fmt: skip
+
+    # --block-threshold: the number itself, the dev split's own threshold recorded beside it, the dev figures at it
+    out = tmp_path / "fixed"
+    assert recalibrate_main(["--bundle", str(plain.path), "--corpus", str(corpus), "--out", str(out), "--threads", "1",
+                             "--block-threshold", "0.7"]) == 0  # fmt: skip
+    fixed = bundles.load(out)
+    assert fixed.thresholds["block"] == 0.7 and fixed.model_path.read_bytes() == plain.model_path.read_bytes()
+    assert fixed.manifest["calibration"]["fixed"] == {"block": 0.7, "dev_quantile": plain.thresholds["block"], "target_fpr": 0.001}
+    assert fixed.manifest["dev_with_rules"]["threshold"] == 0.7
+    assert "fixed by --block-threshold" in capsys.readouterr().out
 
     # calibration requests made for another seed's dev split are refused before anything is written
     other = tmp_path / "other.jsonl"
