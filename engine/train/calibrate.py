@@ -218,8 +218,8 @@ def set_threshold(model: Path, window: int, dev: Encoded, dev_probs: np.ndarray,
     """(threshold, dev figures with the rules at it, bundle.json's "calibration" or None): the settled block threshold
     of the int8 model at `model` on the dev split's benign requests, and on `extra`'s too when given (scored here).
     With `fixed`, the threshold is that number instead (a recipe's operating point that runs of it share): the
-    quantile the benign requests would have set is still found, and recorded beside it with the dev figures at the
-    number, so a bundle says what share of its dev traffic the number blocks."""
+    threshold calibration would have set is still found and recorded beside it ("calibrated"), and the dev figures
+    are the number's, so a bundle says what share of its dev traffic the number blocks."""
     data, probs, ruled = dev, dev_probs, dev_ruled
     if extra is not None:
         t0 = time.time()
@@ -230,12 +230,12 @@ def set_threshold(model: Path, window: int, dev: Encoded, dev_probs: np.ndarray,
     threshold, settled = settled_threshold(probs, data.labels, target_fpr, ruled, alone, log)
     held = None
     if fixed is not None:
-        held = {"block": fixed, "dev_quantile": stored(threshold), "target_fpr": target_fpr}
+        held = {"block": fixed, "calibrated": stored(threshold), "target_fpr": target_fpr}
         settled, _ = settle(settled, fixed, alone)  # the rows near the number, as the gateway scores them
         threshold = fixed
     union = {**figures(settled[: len(dev.ids)], dev.labels, threshold, dev_ruled), "rules": rules_id()}
     if held is not None:
-        log(f"  block threshold fixed at {fixed} (the benign requests' {target_fpr:g} quantile: {held['dev_quantile']:.4f});"
+        log(f"  block threshold fixed at {fixed} (calibrated to {100 * target_fpr:g} % it would be {held['calibrated']:.4f});"
             f" dev with the rules there: TPR {union['tpr']:.4f} FPR {union['fpr']:.4f}")  # fmt: skip
     if extra is None:
         return threshold, union, None if held is None else {"fixed": held}

@@ -1,5 +1,5 @@
 """Set a bundle's block threshold again, its model unchanged:
-`python -m engine.train.recalibrate --bundle DIR --corpus C [--calibration FILE | --block-threshold T] --out DIR
+`python -m engine.train.recalibrate --bundle DIR --corpus C [--calibration FILE] [--block-threshold T] --out DIR
 [--version V] [--install]`.
 
     the bundle's model.onnx, tokenizer.json and weights.pt (copied as they are: the same scores)

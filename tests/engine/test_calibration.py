@@ -134,7 +134,7 @@ def test_a_fixed_threshold_is_kept_with_the_dev_figures_at_it_and_the_quantile_b
     alone.clear()
     threshold, union, record = calibrate.set_threshold("m.onnx", 64, dev, probs, ruled, 0.001, log=said.append, fixed=0.75)
     assert threshold == 0.75
-    assert record == {"fixed": {"block": 0.75, "dev_quantile": calibrate.stored(quantile), "target_fpr": 0.001}}
+    assert record == {"fixed": {"block": 0.75, "calibrated": calibrate.stored(quantile), "target_fpr": 0.001}}
     # the dev figures are the number's: every attack (0.8) blocked, the benign requests from 0.75 up (150 of 900) too
     assert union == {**calibrate.figures(probs, labels, 0.75, ruled), "rules": calibrate.rules_id()}
     assert union["tpr"] == 1.0 and abs(union["fpr"] - 150 / 900) < 0.002
@@ -229,7 +229,7 @@ def test_training_and_recalibrating_set_the_same_threshold_on_the_calibration_re
                              "--block-threshold", "0.7"]) == 0  # fmt: skip
     fixed = bundles.load(out)
     assert fixed.thresholds["block"] == 0.7 and fixed.model_path.read_bytes() == plain.model_path.read_bytes()
-    assert fixed.manifest["calibration"]["fixed"] == {"block": 0.7, "dev_quantile": plain.thresholds["block"], "target_fpr": 0.001}
+    assert fixed.manifest["calibration"]["fixed"] == {"block": 0.7, "calibrated": plain.thresholds["block"], "target_fpr": 0.001}
     assert fixed.manifest["dev_with_rules"]["threshold"] == 0.7
     assert "fixed by --block-threshold" in capsys.readouterr().out
 
