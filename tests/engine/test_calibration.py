@@ -232,6 +232,12 @@ def test_training_and_recalibrating_set_the_same_threshold_on_the_calibration_re
     assert fixed.manifest["calibration"]["fixed"] == {"block": 0.7, "calibrated": plain.thresholds["block"], "target_fpr": 0.001}
     assert fixed.manifest["dev_with_rules"]["threshold"] == 0.7
     assert "fixed by --block-threshold" in capsys.readouterr().out
+    # the same from training: the same weights and graph, the number as the threshold, the same record and dev figures
+    assert train_main(["--corpus", str(corpus), "--out", str(tmp_path / "trained"), *TINY_TRAINING, "--block-threshold", "0.7"]) == 0
+    trained = bundles.load(tmp_path / "trained")
+    assert trained.model_path.read_bytes() == plain.model_path.read_bytes() and trained.thresholds["block"] == 0.7
+    assert trained.manifest["calibration"] == {"fixed": fixed.manifest["calibration"]["fixed"]}
+    assert trained.manifest["dev_with_rules"] == fixed.manifest["dev_with_rules"]
 
     # calibration requests made for another seed's dev split are refused before anything is written
     other = tmp_path / "other.jsonl"
