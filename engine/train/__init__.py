@@ -22,13 +22,13 @@ def add_threshold_arguments(parser: argparse.ArgumentParser) -> None:
     """`--target-fpr` and `--block-threshold`, for every command that sets a bundle's block threshold (engine.train,
     engine.train.ensemble, engine.train.recalibrate, engine.train.requantize)."""
     parser.add_argument("--target-fpr", type=float, default=0.001, help="benign FPR the block threshold is calibrated to")
-    parser.add_argument("--block-threshold", type=block_threshold, default=None, metavar="T",
+    parser.add_argument("--block-threshold", type=threshold_number, default=None, metavar="T",
                         help="set the block threshold to T instead of calibrating it: a fixed operating point that runs of "
                              "one recipe on one corpus share. The threshold --target-fpr would set, and the dev figures at "
                              "T, are recorded in bundle.json (calibration.fixed, dev_with_rules)")  # fmt: skip
 
 
-def block_threshold(text: str) -> float:
+def threshold_number(text: str) -> float:
     """A --block-threshold value: a block score strictly between 0 and 1."""
     try:
         value = float(text)

@@ -228,17 +228,17 @@ def set_threshold(model: Path, window: int, dev: Encoded, dev_probs: np.ndarray,
         data, probs, ruled = joined(dev, extra.data), np.concatenate([dev_probs, extra_probs]), np.concatenate([dev_ruled, extra.ruled])
     alone = alone_scorer(model, data, window)
     threshold, settled = settled_threshold(probs, data.labels, target_fpr, ruled, alone, log)
-    held = None
+    held = {}
     if fixed is not None:
-        held = {"block": fixed, "calibrated": stored(threshold), "target_fpr": target_fpr}
+        held = {"fixed": {"block": fixed, "calibrated": stored(threshold), "target_fpr": target_fpr}}
         settled, _ = settle(settled, fixed, alone)  # the rows near the number, as the gateway scores them
         threshold = fixed
     union = {**figures(settled[: len(dev.ids)], dev.labels, threshold, dev_ruled), "rules": rules_id()}
-    if held is not None:
-        log(f"  block threshold fixed at {fixed} (calibrated to {100 * target_fpr:g} % it would be {held['calibrated']:.4f});"
-            f" dev with the rules there: TPR {union['tpr']:.4f} FPR {union['fpr']:.4f}")  # fmt: skip
+    if held:
+        log(f"  block threshold fixed at {fixed} (calibrated to {100 * target_fpr:g} % it would be "
+            f"{held['fixed']['calibrated']:.4f}); dev with the rules there: TPR {union['tpr']:.4f} FPR {union['fpr']:.4f}")  # fmt: skip
     if extra is None:
-        return threshold, union, None if held is None else {"fixed": held}
+        return threshold, union, held or None
     n, dev_benign = len(dev.ids), int((dev.labels != BLOCK).sum())
     model_blocks = (settled[n:, BLOCK] >= threshold) & ~extra.ruled
     record = {
@@ -250,7 +250,7 @@ def set_threshold(model: Path, window: int, dev: Encoded, dev_probs: np.ndarray,
     }
     log(f"  calibration: {record['benign_requests']:,} benign requests (dev {record['dev_benign']:,}); of the "
         f"{len(extra.data.ids):,} others the rules block {int(extra.ruled.sum())}, the model {int(model_blocks.sum())} more")  # fmt: skip
-    return threshold, union, record if held is None else {**record, "fixed": held}
+    return threshold, union, {**record, **held}
 
 
 def threshold_allowing(scores: np.ndarray, allowed: int) -> float:

@@ -118,9 +118,11 @@ def main(argv=None) -> int:
     bundles.write_manifest(out, manifest)
     finish(out, corpus, args.install)
     announce(out, args, t_start)
-    benign = calibration.get("benign_requests") if calibration else None
-    benign = benign or int((dev_data.labels != calibrate.BLOCK).sum())
-    how = "fixed by --block-threshold" if args.block_threshold is not None else f"on {benign:,} benign requests"
+    if args.block_threshold is not None:
+        how = "fixed by --block-threshold"
+    else:
+        benign = calibration["benign_requests"] if calibration else int((dev_data.labels != calibrate.BLOCK).sum())
+        how = f"on {benign:,} benign requests"
     print(f"  block threshold {threshold:.4f} ({bundle.id}: {before:.4f}) {how}")
     return 0
 
