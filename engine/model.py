@@ -45,6 +45,13 @@ LINE_BODY_CHARS = 4096
 SETTLE_LOGITS = 0.5
 
 
+def token_ids(tokenizer: Tokenizer, text: str) -> list[int]:
+    """The token ids of `text`, no special tokens added: the batch call without offsets, which gives the ids of
+    `tokenizer.encode(text)` (tests/engine/test_model.py) without working out the offsets nothing here reads.
+    Alone it tokenises a text 15-20 % faster; a whole request's cost did not move measurably (bench/RESULTS.md)."""
+    return tokenizer.encode_batch_fast([text], add_special_tokens=False)[0].ids
+
+
 def near(block_probs: np.ndarray, threshold: float) -> list[int]:
     """Indices of the block probabilities within SETTLE_LOGITS of `threshold`, in logits. The gateway
     (Model.run_settled) and threshold calibration (engine.train.calibrate) settle the same band."""
@@ -131,7 +138,7 @@ class LineTokens:
             self.cache.clear()
 
     def _encode(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text, add_special_tokens=False).ids
+        return token_ids(self.tokenizer, text)
 
     def ids(self, text: str) -> list[int]:
         if not text:
@@ -206,7 +213,7 @@ class Model:
         """The ids of `text`, line by line through LineTokens where the tokenizer allows it."""
         if lines and self.lines is not None:
             return self.lines.ids(text)
-        return self.tokenizer.encode(text, add_special_tokens=False).ids
+        return token_ids(self.tokenizer, text)
 
     def padded_length(self, n: int) -> int:
         w = self.window

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from engine import bundle as bundles
 from engine.features import Features
-from engine.model import CLS, SEP, LineTokens, Model, fit
+from engine.model import CLS, SEP, LineTokens, Model, fit, token_ids
 
 
 @pytest.fixture(scope="module")
@@ -137,6 +137,14 @@ def test_line_tokens_give_the_ids_of_the_whole_text(model, lines):
     assert model.lines is not None
     assert model.lines.ids(text) == whole
     assert model.lines.ids(text) == whole  # again, now from remembered lines
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.text(max_size=400), st.lists(LINE_ALPHABET, max_size=60).map("".join)))
+def test_token_ids_are_the_ids_encode_gives(model, text):
+    """The batch call without offsets that encoding uses gives `encode`'s ids for any text: unicode, control
+    characters, special-token names, whitespace runs."""
+    assert token_ids(model.tokenizer, text) == model.tokenizer.encode(text, add_special_tokens=False).ids
 
 
 def test_line_tokens_apply_only_to_a_byte_level_tokenizer_without_normalizer(model):
