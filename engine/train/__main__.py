@@ -92,6 +92,8 @@ def canonical_cached(source: Path, source_sha256: str, records: list[dict], args
     ).hexdigest()
     path = source.parent / f".canonical-{name}-{key}.pkl"
     if path.exists():
+        # said in the log: a timed run must start from the corpus alone, and these files are hidden from a plain `ls`
+        progress(f"  {name} split's canonical texts read from {path} (delete it to compute them again)")
         with open(path, "rb") as f:
             return pickle.load(f)
     parts = canonical_parts(records, args.threads)

@@ -349,7 +349,7 @@ def test_calibration_reads_the_rules_as_the_second_look_does():
     assert encode_records([rec], tokenizer, 4096, log=lambda m: None).cut.tolist() == [True]
 
 
-def test_cached_canonical_texts_follow_the_reading_code(tmp_path, monkeypatch):
+def test_cached_canonical_texts_follow_the_reading_code(tmp_path, monkeypatch, capsys):
     """The texts kept beside a corpus are keyed on the code that reads requests, not only on the canonical
     version: after a change to engine/fields.py a run computes them again instead of training on the old reading."""
     import argparse
@@ -362,7 +362,9 @@ def test_cached_canonical_texts_follow_the_reading_code(tmp_path, monkeypatch):
     args = argparse.Namespace(seed=1, dev_split=0.05, limit=None, threads=1)
     first = train_cli.canonical_cached(source, "sha", recs, args, "train")
     assert len(list(tmp_path.glob(".canonical-train-*.pkl"))) == 1
+    assert "read from" not in capsys.readouterr().err
     assert train_cli.canonical_cached(source, "sha", recs, args, "train") == first  # the same code: read back
+    assert f"train split's canonical texts read from {tmp_path}" in capsys.readouterr().err  # a timed run can tell
     monkeypatch.setattr(train_cli, "reading_hash", lambda: "another reading")
     assert train_cli.canonical_cached(source, "sha", recs, args, "train") == first
     assert len(list(tmp_path.glob(".canonical-train-*.pkl"))) == 2
