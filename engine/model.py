@@ -48,7 +48,7 @@ SETTLE_LOGITS = 0.5
 def token_ids(tokenizer: Tokenizer, text: str) -> list[int]:
     """The token ids of `text`, no special tokens added: the batch call without offsets, which gives the ids of
     `tokenizer.encode(text)` (tests/engine/test_model.py) without working out the offsets nothing here reads.
-    Alone it tokenises a text 15-20 % faster; a whole request's cost did not move measurably (bench/RESULTS.md)."""
+    Alone it tokenises a text 16-21 % faster; a whole request's cost did not move measurably (bench/RESULTS.md)."""
     return tokenizer.encode_batch_fast([text], add_special_tokens=False)[0].ids
 
 
