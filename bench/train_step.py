@@ -12,9 +12,9 @@ the shapes training makes (24,576 tokens: 384 x 64 up to 3 x 8,192), once per in
 fresh process, the sets in turns so that load on a shared machine falls on all of them. It prints the median step
 time per shape and the ratio to the native set, and writes train_step.json and train_step.png under --out.
 
-`native-x2` runs two such processes at once, their OpenMP threads waiting passively, as `python -m engine.train
---networks 2` trains its networks: its step time is each process's, and the summary's `throughput_vs_` figure
-counts the steps both make, against the first set's one process.
+`native-x2` runs two such processes at once, their OpenMP threads waiting passively and their allocator keeping
+freed memory, as `python -m engine.train --networks 2` trains its networks: its step time is each process's, and
+the summary's `throughput_vs_` figure counts the steps both make, against the first set's one process.
 
 What it cannot tell: the clock and core of another machine. The int8 serving path (ONNX Runtime's MLAS) picks
 its kernels from the CPU itself and has no such switch, so serving speed on AVX2 is not measured here.
@@ -35,13 +35,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engine.train.parallel import WAIT_POLICY  # noqa: E402
+from engine.train.parallel import WORKER_ENV  # noqa: E402
 
 SHAPES = [(384, 64), (96, 256), (24, 1024), (3, 8192)]  # batch x tokens: 24,576 tokens each, as training batches
 ISA_ENV = {
     "native": {},
     "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
-    "native-x2": dict(WAIT_POLICY),  # with two processes at once (PROCESSES)
+    "native-x2": dict(WORKER_ENV),  # with two processes at once (PROCESSES), as training starts them
 }
 PROCESSES = {"native-x2": 2}  # sets timed as several processes at once; the others run alone
 

@@ -35,7 +35,7 @@ from engine.labels import FEATURES
 from engine.train import add_int8_argument, add_threshold_arguments, calibrate, weights
 from engine.train.calibration import DEV_SHARE, CalibrationError, group_key, in_dev, load
 from engine.train.data import Encoded, canonical_parts, corpus_routing, encode_records, progress, read_jsonl
-from engine.train.loop import TrainConfig, predict, set_seed, train
+from engine.train.loop import TrainConfig, predict_each, set_seed, train
 from engine.train.net import ClefNet, Ensemble
 from engine.train.parallel import Member, train_together
 from engine.train.parallel import build as build_member
@@ -340,7 +340,7 @@ def main(argv=None) -> int:
     n_train, n_dev = len(train_data.ids), len(dev_recs)
     extra = calibration_requests(Path(args.calibration), *calibration, tokenizer, args) if calibration else None
     progress("  rules on the dev split (the model serves beside them)")
-    dev_ruled = calibrate.rules_blocks(dev_recs, dev_data.cut)
+    dev_ruled = calibrate.rules_blocks(dev_recs, dev_data.cut, procs=args.threads)
     del dev_recs  # only the ids are needed now
 
     together = args.networks > 1 and args.device == "cpu" and not args.one_at_a_time
@@ -373,12 +373,11 @@ def main(argv=None) -> int:
     train_seconds = round(time.time() - t_train, 1)
     nets = [net for net, _ in trained]
     runs = [{**({"init_seed": init} if init is not None else {}), **run} for init, (_, run) in zip(inits, trained)]
-    if args.networks > 1:
-        for k, net in enumerate(nets):
-            alone = calibrate.figures(predict(net, dev_data)[0], dev_data.labels, 0.5)
-            progress(f"  network {k + 1}: dev fp32 at 0.5: TPR {alone['tpr']:.4f} FPR {alone['fpr']:.4f}")
     net = nets[0] if len(nets) == 1 else Ensemble(nets).eval()
-    dev_probs, _ = predict(net, dev_data)
+    dev_probs, _, each = predict_each(net, dev_data)  # with two networks, each one's probabilities too
+    for k, probs in enumerate(each):
+        alone = calibrate.figures(probs, dev_data.labels, 0.5)
+        progress(f"  network {k + 1}: dev fp32 at 0.5: TPR {alone['tpr']:.4f} FPR {alone['fpr']:.4f}")
     fp32_dev = calibrate.figures(dev_probs, dev_data.labels, 0.5)
 
     trained_on = {

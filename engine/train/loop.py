@@ -26,7 +26,7 @@ import torch
 from torch.nn import functional as F
 
 from engine.train.data import Encoded, batches, pad, progress
-from engine.train.net import ClefNet
+from engine.train.net import ClefNet, Ensemble, probabilities
 from engine.verdict import LABELS
 
 
@@ -178,13 +178,32 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig, log=progress, averages:
 def predict(net: ClefNet, data: Encoded, tokens_per_batch: int = 65536) -> tuple[np.ndarray, np.ndarray]:
     """Label and feature probabilities for every sequence, in order (the training graph, eval mode, on the
     device the net is on)."""
+    probs, feats, _ = predict_each(net, data, tokens_per_batch)
+    return probs, feats
+
+
+@torch.no_grad()
+def predict_each(net: ClefNet | Ensemble, data: Encoded, tokens_per_batch: int = 65536) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:  # fmt: skip
+    """predict's probabilities, and for an Ensemble each member's label probabilities beside them, from one forward
+    pass per member: the members' logits are averaged as Ensemble.logits averages them, in the same batches, so
+    the ensemble's figures are predict(net, data)'s and each member's predict(member, data)'s, bit for bit (a run
+    of two networks reports both alone and then the pair: one pass, not two)."""
     net.eval()
     device = next(net.parameters()).device
+    members = list(net.members) if isinstance(net, Ensemble) else []
     lengths = [len(x) for x in data.ids]
     probs = np.zeros((len(lengths), len(LABELS)), dtype=np.float32)
     feats = np.zeros((len(lengths), data.features.shape[1]), dtype=np.float32)
+    alone = [np.zeros_like(probs) for _ in members]
     for idx in batches(lengths, tokens_per_batch, net.window, random.Random(0)):
-        p, f = net(torch.from_numpy(pad(data.ids, idx, net.window)).to(device))
+        ids = torch.from_numpy(pad(data.ids, idx, net.window)).to(device)
+        if members:
+            outs = [m.logits(ids) for m in members]
+            for k, out in enumerate(outs):
+                alone[k][idx] = probabilities(*out)[0].cpu().numpy()
+            p, f = probabilities(*Ensemble.combine(outs))
+        else:
+            p, f = net(ids)
         probs[idx] = p.cpu().numpy()
         feats[idx] = f.cpu().numpy()
-    return probs, feats
+    return probs, feats, alone

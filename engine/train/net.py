@@ -27,6 +27,11 @@ from torch.nn import functional as F
 ACTIVATIONS = {"gelu": F.gelu, "silu": F.silu}  # silu: as good here, and cheaper to train and to serve
 
 
+def probabilities(label_logits: torch.Tensor, feature_logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """What the exported graph returns: a softmax over the labels and a sigmoid per feature."""
+    return torch.softmax(label_logits, dim=-1), torch.sigmoid(feature_logits)
+
+
 class FeedForward(nn.Module):
     def __init__(self, d: int, hidden: int, act: str = "gelu"):
         super().__init__()
@@ -50,13 +55,13 @@ class ConvBlock(nn.Module):
         self.act = ACTIVATIONS[act]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.training:
-            h = self.conv(x.transpose(1, 2)).transpose(1, 2)
-        else:  # the export: the same convolution as a 1 x k two-dimensional one, [b, d, 1, L], which ONNX Runtime
-            # runs with its depthwise kernel: 11 against 23 µs at d = 64 and 256 tokens, 5 % of the forward pass
-            c = self.conv
-            h = F.conv2d(x.unsqueeze(1).permute(0, 3, 1, 2), c.weight.unsqueeze(2), c.bias, padding=(0, c.padding[0]), groups=c.groups)
-            h = h.permute(0, 2, 3, 1).squeeze(1)
+        # the convolution as a 1 x k two-dimensional one over [b, d, 1, L] in x's own memory order (channels last),
+        # in training as in the export. ONNX Runtime runs it with its depthwise kernel (11 against 23 µs at d = 64
+        # and 256 tokens, 5 % of the forward pass); oneDNN trains it without the two transposed copies that Conv1d
+        # over x.transpose(1, 2) makes each way, about half the block's forward and backward time (bench/RESULTS.md)
+        c = self.conv
+        h = F.conv2d(x.unsqueeze(1).permute(0, 3, 1, 2), c.weight.unsqueeze(2), c.bias, padding=(0, c.padding[0]), groups=c.groups)
+        h = h.permute(0, 2, 3, 1).squeeze(1)
         return x + self.mix(self.act(h))
 
 
@@ -133,8 +138,7 @@ class ClefNet(nn.Module):
 
     def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Probabilities, as the exported graph returns them."""
-        label_logits, feature_logits = self.logits(ids)
-        return torch.softmax(label_logits, dim=-1), torch.sigmoid(feature_logits)
+        return probabilities(*self.logits(ids))
 
 
 class Ensemble(nn.Module):
@@ -162,12 +166,15 @@ class Ensemble(nn.Module):
         self.config = {"ensemble": [dict(m.config) for m in members]}
 
     def logits(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        outs = [m.logits(ids) for m in self.members]
+        return self.combine([m.logits(ids) for m in self.members])
+
+    @staticmethod
+    def combine(outs: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The members' (label, feature) logits averaged: the ensemble's."""
         return torch.stack([o[0] for o in outs]).mean(0), torch.stack([o[1] for o in outs]).mean(0)
 
     def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        label_logits, feature_logits = self.logits(ids)
-        return torch.softmax(label_logits, dim=-1), torch.sigmoid(feature_logits)
+        return probabilities(*self.logits(ids))
 
 
 def build(config: dict) -> nn.Module:

@@ -9,7 +9,9 @@ networks on 24,000 records took 79 and 84 s at the same time against 86 and 94 s
 `--network-threads`), bare steps are 1.10x faster again and that 24,000-record run took 72-77 s against 82-84 s.
 The processes share the cores, so their OpenMP threads wait passively (`OMP_WAIT_POLICY=passive`): spinning threads
 of one process would take the cores the other needs (0.30-0.38 s per step each in a first probe, slower than one at
-a time).
+a time). Their allocator keeps the memory a step frees for the next (`MALLOC_MMAP_THRESHOLD_`, `MALLOC_TRIM_THRESHOLD_`):
+by default glibc hands blocks of some megabytes back to the system and faults them in again, thousands of page faults
+a step; kept, the same steps take about 2 % less time (bench/RESULTS.md). Neither changes a number the workers compute.
 
 Each network is trained exactly as a run trains it one after the other: the same thread count (`threads`), the same seeds,
 the same steps, so the weights are the same bit for bit (tests/engine/test_ensemble.py). The training ids go to
@@ -32,7 +34,9 @@ import numpy as np
 
 from engine.train.data import Encoded, progress
 
-WAIT_POLICY = {"OMP_WAIT_POLICY": "passive"}  # set in the workers' environment before they start
+WAIT_POLICY = {"OMP_WAIT_POLICY": "passive"}
+KEEP_MEMORY = {"MALLOC_MMAP_THRESHOLD_": str(64 << 20), "MALLOC_TRIM_THRESHOLD_": str(256 << 20)}  # glibc's (mallopt)
+WORKER_ENV = {**WAIT_POLICY, **KEEP_MEMORY}  # set in the workers' environment before they start
 PARENT_POLL_S = 2.0  # how often a worker checks that the run that started it is still there
 _watcher: threading.Thread | None = None  # this worker's watch_parent thread, once started
 
@@ -86,8 +90,8 @@ def train_together(members: list[Member], data: Encoded, threads: int, scratch: 
         np.save(ids_path, np.concatenate(data.ids) if data.ids else np.zeros(0, np.int32))
         rest = replace(data, ids=[])  # labels, features, soft targets: small, pickled to each worker
         jobs = [(k, m, str(ids_path), lengths, rest, threads) for k, m in enumerate(members)]
-        saved = {k: os.environ.get(k) for k in WAIT_POLICY}
-        os.environ.update(WAIT_POLICY)  # spawned workers inherit it; this process's OpenMP has already started
+        saved = {k: os.environ.get(k) for k in WORKER_ENV}
+        os.environ.update(WORKER_ENV)  # spawned workers inherit it; this process's OpenMP and allocator have started
         try:  # an executor, not a Pool: a worker that dies (killed for memory) fails the run instead of hanging it
             with ProcessPoolExecutor(len(members), mp_context=multiprocessing.get_context("spawn")) as pool:
                 done = list(pool.map(_train_one, jobs))

@@ -47,6 +47,39 @@ def test_the_ensemble_averages_its_members_logits_in_one_exported_graph(tmp_path
     assert [i.name for i in ort.InferenceSession(str(path)).get_inputs()] == ["input_ids"]
 
 
+def test_one_pass_gives_the_pair_s_and_each_member_s_probabilities_as_their_own_forward_passes_do():
+    """predict_each (a run of two networks reports each alone, then the pair) reads every batch once per member;
+    its figures must be those of the ensemble's and each member's own forward pass over the same batches, bit
+    for bit."""
+    from engine.train.data import Encoded, batches, pad
+    from engine.train.loop import predict, predict_each
+
+    rng = np.random.default_rng(5)
+    data = Encoded([rng.integers(4, 300, int(rng.integers(1, 90))).astype(np.int32) for _ in range(70)],
+                   np.zeros(70, np.int64), np.zeros((70, len(FEATURES)), np.float32), [""] * 70)  # fmt: skip
+    a, b = tiny(1), tiny(2)
+    pair = Ensemble([a, b]).eval()
+
+    def forward(net):  # each batch through the net's own forward, as predict did before predict_each
+        probs = np.zeros((70, 4), np.float32)
+        feats = np.zeros((70, len(FEATURES)), np.float32)
+        with torch.no_grad():
+            for idx in batches([len(x) for x in data.ids], 512, 16, random.Random(0)):
+                p, f = net(torch.from_numpy(pad(data.ids, idx, 16)))
+                probs[idx], feats[idx] = p.numpy(), f.numpy()
+        return probs, feats
+
+    probs, feats, each = predict_each(pair, data, tokens_per_batch=512)
+    want_probs, want_feats = forward(pair)
+    assert np.array_equal(probs, want_probs) and np.array_equal(feats, want_feats)
+    assert len(each) == 2
+    for member, alone in zip((a, b), each):
+        assert np.array_equal(alone, forward(member)[0])
+        assert np.array_equal(alone, predict(member, data, tokens_per_batch=512)[0])
+    assert not np.array_equal(each[0], each[1])
+    assert predict_each(a, data, tokens_per_batch=512)[2] == []  # one network: no members to report
+
+
 def test_a_saved_ensemble_is_rebuilt_from_its_config():
     net = Ensemble([tiny(1), tiny(2)])
     again = build(json.loads(json.dumps(net.config)))

@@ -62,6 +62,28 @@ def test_a_worker_that_dies_fails_the_run_with_a_way_out():
         train_together([member(1), doomed], tiny_data(), threads=1)
 
 
+class _ShowsItsEnvironment:
+    """Unpickled in a worker, a training config whose every attribute raises an error that quotes the worker's
+    environment: what training reads first reports the environment the worker started with."""
+
+    def __reduce__(self):
+        keys = ("OMP_WAIT_POLICY", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
+        shows = f"repr({{k: __import__('os').environ.get(k) for k in {keys}}})"
+        return (eval, (f"type('Shows', (), {{'__getattr__': lambda self, name: (_ for _ in ()).throw(RuntimeError({shows}))}})()",))
+
+
+@pytest.mark.slow
+def test_the_workers_wait_passively_and_keep_freed_memory_and_the_run_s_environment_is_left_as_it_was():
+    from engine.train.parallel import WORKER_ENV
+
+    before = {k: os.environ.get(k) for k in WORKER_ENV}
+    with pytest.raises(RuntimeError) as err:
+        train_together([member(1), Member(net=SHAPE, draw_seed=1, config=_ShowsItsEnvironment())], tiny_data(), threads=1)
+    seen = eval(str(err.value.args[0]))
+    assert seen == {"OMP_WAIT_POLICY": "passive", "MALLOC_MMAP_THRESHOLD_": str(64 << 20), "MALLOC_TRIM_THRESHOLD_": str(256 << 20)}
+    assert {k: os.environ.get(k) for k in WORKER_ENV} == before
+
+
 @pytest.mark.slow
 def test_an_error_in_a_worker_reaches_the_caller():
     broken = Member(net={**SHAPE, "act": "nope"}, draw_seed=1, config=TrainConfig(epochs=1))

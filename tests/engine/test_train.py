@@ -465,3 +465,40 @@ def test_a_limited_run_evaluates_as_few_records_and_says_so(tmp_path):
     assert train_main(["--corpus", str(corpus), "--out", str(out), "--finish"]) == 0
     m = bundles.load(out).manifest
     assert m["eval"]["test"]["records"] == 240 and "limit" not in m["eval"]["test"]
+
+
+def test_the_convolution_trains_as_it_is_exported_and_is_conv1d_s():
+    """ConvBlock runs its depthwise convolution as a 1 x k two-dimensional one over [b, d, 1, L] in x's own memory
+    order, in training as in the ONNX export (without Conv1d's two transposed copies each way, a tenth of a
+    training step). It must stay the convolution Conv1d computes, in value and in every gradient (to rounding:
+    the sums run in another order), and train and eval modes must give the same output bit for bit."""
+    from engine.train.net import ConvBlock
+
+    torch.manual_seed(3)
+    block = ConvBlock(16, 5, "silu")
+    x = torch.randn(3, 40, 16)
+    x[1, 30:] = 0  # padding rows, as the embedding gives them
+
+    def run(conv_h):
+        block.zero_grad()
+        xi = x.clone().requires_grad_()
+        h = conv_h(xi)
+        (h * torch.linspace(-1, 2, h.numel()).reshape(h.shape)).sum().backward()
+        return h.detach(), xi.grad, block.conv.weight.grad.clone(), block.conv.bias.grad.clone()
+
+    def trained(xi):  # the block's own path, with its pointwise mix taken off again
+        block.train()
+        return block(xi) - xi
+
+    def conv1d(xi):  # the reference: Conv1d over the transposed input, then the block's activation and mix
+        h = block.conv(xi.transpose(1, 2)).transpose(1, 2)
+        return block.mix(block.act(h))
+
+    ours, ref = run(trained), run(conv1d)
+    for a, b in zip(ours, ref):
+        assert a.shape == b.shape
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    block.train()
+    y_train = block(x)
+    block.eval()
+    assert torch.equal(y_train, block(x))
