@@ -55,12 +55,9 @@ def score_onnx(sess_or_path, data: Encoded, window: int) -> np.ndarray:
     return probs
 
 
-def measure_onnx(sess_or_path, data: Encoded, window: int, probs: np.ndarray | None = None) -> dict:
-    """The model's figures on `data` and its median time for a typical request, on one thread as the gateway runs
-    it (a session or a path). `probs`: its scores of `data`, where the caller has them already from this session
-    (int8 scores both formats at once, then times them one after the other)."""
-    sess = open_session(str(sess_or_path), threads=1) if isinstance(sess_or_path, (str, Path)) else sess_or_path
-    probs = score_onnx(sess, data, window) if probs is None else probs
+def measure_onnx(sess, data: Encoded, window: int, probs: np.ndarray) -> dict:
+    """A one-thread session's figures on `data` (`probs`: its scores of it, score_onnx) and its median time for a
+    typical request, as the gateway runs it (int8 scores both formats at once, then times them one after the other)."""
     typical = [i for i, x in enumerate(data.ids) if len(x) <= 256][:200] or list(range(min(200, len(data.ids))))
     times = []
     for i in typical:
@@ -289,7 +286,6 @@ def int8(net, dev: Encoded, fp32_dev: dict, dest: Path, seed: int,
         with ThreadPoolExecutor(len(sessions)) as pool:
             scored = dict(zip(sessions, pool.map(lambda sess: score_onnx(sess, dev, net.window), sessions.values())))
         measured = {k: measure_onnx(sess, dev, net.window, scored[k]) for k, sess in sessions.items()}
-        del sessions
         for k, m in measured.items():
             log(f"  {k}: dev balanced accuracy {100 * m['figures']['balanced_accuracy']:.2f} %  "
                 f"p50 {m['p50_ms']:.3f} ms at {m['tokens']} tokens")  # fmt: skip

@@ -63,13 +63,14 @@ def test_a_worker_that_dies_fails_the_run_with_a_way_out():
 
 
 class _ShowsItsEnvironment:
-    """Unpickled in a worker, a training config whose every attribute raises an error that quotes the worker's
-    environment: what training reads first reports the environment the worker started with."""
+    """A training config that, read in a worker, raises an error quoting the worker's environment."""
 
-    def __reduce__(self):
-        keys = ("OMP_WAIT_POLICY", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
-        shows = f"repr({{k: __import__('os').environ.get(k) for k in {keys}}})"
-        return (eval, (f"type('Shows', (), {{'__getattr__': lambda self, name: (_ for _ in ()).throw(RuntimeError({shows}))}})()",))
+    def __getattr__(self, name):
+        if name.startswith("__"):  # what pickling looks up
+            raise AttributeError(name)
+        from engine.train.parallel import WORKER_ENV
+
+        raise RuntimeError(repr({k: os.environ.get(k) for k in WORKER_ENV}))
 
 
 @pytest.mark.slow
