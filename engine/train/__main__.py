@@ -82,10 +82,17 @@ def reading_hash() -> str:
     return h.hexdigest()
 
 
-def canonical_cached(source: Path, source_sha256: str, records: list[dict], args, name: str) -> list[tuple[str, str]]:
+def canonical_cached(source: Path, source_sha256: str, records: list[dict], args, name: str,
+                     sources: dict | None = None) -> list[tuple[str, str]]:
     """Canonical texts are the slow part of a run and depend only on the corpus, the split, the canonical
     version and the reading code (reading_hash): keep them beside the corpus so reruns (other seeds, sizes, epochs) skip them.
-    `source_sha256` is the caller's hash of `source` (0.9 GB for the default corpus: hashed once per run)."""
+    `source_sha256` is the caller's hash of `source` (0.9 GB for the default corpus: hashed once per run).
+    `args.canonical_cache` False (`--no-canonical-cache`): computed, neither read nor kept, as a timed run from the
+    corpus alone needs. `sources`, where given, gets `name` -> "computed" or "read from a cache"."""
+    sources = {} if sources is None else sources
+    if not getattr(args, "canonical_cache", True):
+        sources[name] = "computed"
+        return canonical_parts(records, args.threads)
     key = hashlib.blake2b(
         f"{source_sha256}:{CANONICAL_VERSION}:{reading_hash()}:{args.seed}:{args.dev_split}:{args.limit}:{name}:{len(records)}".encode(),
         digest_size=10,
@@ -94,20 +101,23 @@ def canonical_cached(source: Path, source_sha256: str, records: list[dict], args
     if path.exists():
         # said in the log: a timed run must start from the corpus alone, and these files are hidden from a plain `ls`
         progress(f"  {name} split's canonical texts read from {path} (delete it to compute them again)")
+        sources[name] = "read from a cache"
         with open(path, "rb") as f:
             return pickle.load(f)
     parts = canonical_parts(records, args.threads)
+    sources[name] = "computed"
     with open(path, "wb") as f:
         pickle.dump(parts, f, protocol=pickle.HIGHEST_PROTOCOL)
     return parts
 
 
-def encode_corpus(corpus: Path, tokenizer_path: Path, args, train_sha256: str | None = None) -> tuple[Encoded, Encoded, list[dict], Tokenizer, str]:  # fmt: skip
+def encode_corpus(corpus: Path, tokenizer_path: Path, args, train_sha256: str | None = None,
+                  sources: dict | None = None) -> tuple[Encoded, Encoded, list[dict], Tokenizer, str]:  # fmt: skip
     """Steps [1/6]-[3/6] of a run: read `corpus`/train.jsonl, hold out the dev split, canonical texts (cached),
     train the tokenizer (saved to `tokenizer_path`) and encode both splits. Reads from `args`: seed, dev_split,
     limit, threads, vocab, train_max_tokens, max_tokens. `train_sha256`: the file's, where the caller hashed it
-    already. (train, dev, dev records, tokenizer, train.jsonl's sha256); bench/recipe_sweep.py encodes its corpus
-    with it too."""
+    already. `sources`: canonical_cached's, for both splits. (train, dev, dev records, tokenizer, train.jsonl's
+    sha256); bench/recipe_sweep.py encodes its corpus with it too."""
     source = corpus / "train.jsonl"
     progress(f"[1/6] reading {source}")
     train_sha256 = train_sha256 or file_sha256(source)
@@ -118,8 +128,8 @@ def encode_corpus(corpus: Path, tokenizer_path: Path, args, train_sha256: str | 
 
     progress("[2/6] canonical text and tokenizer")
     t0 = time.time()
-    train_parts = canonical_cached(source, train_sha256, train_recs, args, "train")
-    dev_parts = canonical_cached(source, train_sha256, dev_recs, args, "dev")
+    train_parts = canonical_cached(source, train_sha256, train_recs, args, "train", sources)
+    dev_parts = canonical_cached(source, train_sha256, dev_recs, args, "dev", sources)
     progress(f"  canonical text for {len(train_parts) + len(dev_parts):,} records in {time.time() - t0:.0f}s")
     rng = random.Random(args.seed)
     sample = rng.sample(range(len(train_parts)), min(len(train_parts), 60000))
@@ -304,6 +314,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                          "export, int8 and calibration run on the CPU either way, and a GPU run's weights are not bit "
                          "for bit a CPU run's")
     add_int8_argument(ap)
+    ap.add_argument("--no-canonical-cache", dest="canonical_cache", action="store_false",
+                    help="compute the requests' canonical texts and keep no copy: by default they are kept beside the "
+                         "corpus (hidden .canonical-*.pkl files) and a later run with the same corpus, seed and reading "
+                         "code reads them instead, four minutes less on the default corpus; a run timed from the "
+                         "corpus alone wants this flag")
     ap.add_argument("--install", action="store_true", help="copy the bundle over engine/bundles/default")
     ap.add_argument("--finish", action="store_true", help="no training: evaluate the bundle at --out (and --install it)")
     args = ap.parse_args(argv)
@@ -336,7 +351,10 @@ def main(argv=None) -> int:
             return 2
     out.mkdir(parents=True, exist_ok=True)
 
-    train_data, dev_data, dev_recs, tokenizer, train_sha256 = encode_corpus(corpus, out / "tokenizer.json", args, train_sha256)
+    canonical_sources: dict[str, str] = {}
+    train_data, dev_data, dev_recs, tokenizer, train_sha256 = encode_corpus(
+        corpus, out / "tokenizer.json", args, train_sha256, canonical_sources
+    )
     n_train, n_dev = len(train_data.ids), len(dev_recs)
     extra = calibration_requests(Path(args.calibration), *calibration, tokenizer, args) if calibration else None
     progress("  rules on the dev split (the model serves beside them)")
@@ -389,6 +407,7 @@ def main(argv=None) -> int:
         "dev_split": args.dev_split,
         "train_max_tokens": args.train_max_tokens,
         "threads_per_network": threads,
+        "canonical_texts": canonical_sources,  # "read from a cache": the run's seconds are not a run from the corpus alone
         **({"tail_loss": {"weight": args.tail_weight, "share": args.tail_share}} if args.tail_weight > 0 else {}),
         **({"device": args.device} if args.device != "cpu" else {}),
     }

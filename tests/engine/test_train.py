@@ -370,6 +370,33 @@ def test_cached_canonical_texts_follow_the_reading_code(tmp_path, monkeypatch, c
     assert len(list(tmp_path.glob(".canonical-train-*.pkl"))) == 2
 
 
+def test_a_run_without_the_canonical_cache_neither_reads_nor_keeps_one(tmp_path, capsys):
+    """`--no-canonical-cache` (a run timed from the corpus alone): the texts are computed even where a cache for them
+    lies beside the corpus, and none is written; `sources` (bundle.json's trained_on.canonical_texts) says which."""
+    import argparse
+
+    from engine.train import __main__ as train_cli
+
+    source = tmp_path / "train.jsonl"
+    recs = [record(random.Random(i), i % 2 == 0) for i in range(4)]
+    source.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    args = argparse.Namespace(seed=1, dev_split="mixed", limit=None, threads=1, canonical_cache=False)
+    sources = {}
+    first = train_cli.canonical_cached(source, "sha", recs, args, "train", sources)
+    assert sources == {"train": "computed"} and not list(tmp_path.glob(".canonical-*"))
+    args.canonical_cache = True  # the default: computed and kept, then read
+    assert train_cli.canonical_cached(source, "sha", recs, args, "train", sources) == first
+    assert sources == {"train": "computed"} and len(list(tmp_path.glob(".canonical-train-*.pkl"))) == 1
+    assert train_cli.canonical_cached(source, "sha", recs, args, "train", sources) == first
+    assert sources == {"train": "read from a cache"}
+    capsys.readouterr()
+    args.canonical_cache = False  # the cache is there now, and still not read
+    assert train_cli.canonical_cached(source, "sha", recs, args, "train", sources) == first
+    assert sources == {"train": "computed"} and "read from" not in capsys.readouterr().err
+    assert train_cli.parse_args(["--no-canonical-cache"]).canonical_cache is False
+    assert train_cli.parse_args([]).canonical_cache is True
+
+
 def test_the_tail_term_pairs_every_attack_with_the_highest_scoring_benign_requests():
     """`--tail-weight`: softplus(benign - attack) on the block log-odds, over each attack and the batch's top
     `share` of benign requests; the other benign requests get no gradient from it."""
@@ -456,9 +483,11 @@ def test_a_limited_run_evaluates_as_few_records_and_says_so(tmp_path):
     corpus = labelled_corpus(tmp_path / "corpus", random.Random(5), train=300, test=240)
     (corpus / "evasion.jsonl").write_text((corpus / "test.jsonl").read_text())
     out = tmp_path / "bundle"
-    assert train_main(["--corpus", str(corpus), "--out", str(out), "--limit", "160", *TINY_TRAINING]) == 0
+    assert train_main(["--corpus", str(corpus), "--out", str(out), "--limit", "160", "--no-canonical-cache", *TINY_TRAINING]) == 0
     m = bundles.load(out).manifest
     assert m["trained_on"]["records"] <= 160
+    assert m["trained_on"]["canonical_texts"] == {"train": "computed", "dev": "computed"}
+    assert not list(corpus.glob(".canonical-*"))  # none kept beside the corpus
     for split in ("test", "evasion"):
         assert m["eval"][split]["records"] == 160 and m["eval"][split]["limit"] == 160
     # the same bundle evaluated whole (--finish without --limit): all 240 records, and no limit recorded
