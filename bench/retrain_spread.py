@@ -6,7 +6,8 @@ retrain from scratch lands within 0.5 point of the default's figures, over every
 
 Each `--roc LABEL=FILE` is one `bench/roc.py --bundle DEFAULT --bundle DRAW --data SPLIT --served` result: its first
 bundle is the reference (the same bundle, data and counts in every file, or the run stops with exit 2), its second the
-draw. Nothing is scored again: the files hold each bundle's served TPR at the reference's own number of false
+draw. The data's path may differ between files where the counts and the reference's figures agree (a corpus
+folder renamed). Nothing is scored again: the files hold each bundle's served TPR at the reference's own number of false
 positives (`at_first_fp`), at fixed served FPRs (0.2 ... 1 %), and at the reference's threshold (`at_first_threshold`:
 TPR and false positives; files from before bench/roc.py wrote it lack that column).
 
@@ -48,16 +49,22 @@ def read(label: str, path: Path) -> dict:
     return {"label": label, "path": str(path), "ref": ref, "draw": draw}
 
 
-def same_reference(draws: list[dict]) -> None:
-    """Every file's first bundle, data and counts are the first file's: otherwise the deltas are not comparable."""
-    first = draws[0]["ref"]
+def same_reference(draws: list[dict]) -> list[str]:
+    """Every file's first bundle, counts and served figures at its own threshold are the first file's: otherwise the
+    deltas are not comparable. The data's path may differ (a corpus folder renamed); returns a note for each."""
+    first, notes = draws[0]["ref"], []
     for d in draws[1:]:
-        for key in ("bundle", "data", "attacks", "benign"):
+        for key in ("bundle", "attacks", "benign"):
             if d["ref"].get(key) != first.get(key):
                 raise SpreadError(f"{d['label']}: its reference's {key} is {d['ref'].get(key)!r}, "
                                   f"{draws[0]['label']}'s is {first.get(key)!r}")  # fmt: skip
-        if d["ref"]["served"]["own"]["threshold"] != first["served"]["own"]["threshold"]:
-            raise SpreadError(f"{d['label']}: its reference serves at another threshold")
+        if d["ref"]["served"]["own"] != first["served"]["own"]:
+            raise SpreadError(f"{d['label']}: its reference serves otherwise ({d['ref']['served']['own']} against "
+                              f"{first['served']['own']}): another split or other rules")  # fmt: skip
+        if d["ref"].get("data") != first.get("data"):
+            notes.append(f"note: {d['label']} read {d['ref'].get('data')}, {draws[0]['label']} {first.get('data')}: "
+                         "the same counts and reference figures")  # fmt: skip
+    return notes
 
 
 def points(ref: float, draw: float) -> float:
@@ -154,7 +161,7 @@ def main(argv=None) -> int:
             if not sep or not label or not path:
                 raise SpreadError(f"--roc {item!r}: expected LABEL=FILE")
             draws.append(read(label, Path(path)))
-        same_reference(draws)
+        notes = same_reference(draws)
     except SpreadError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -162,6 +169,8 @@ def main(argv=None) -> int:
     for row in rows:
         row["verdict"] = verdict(row, args.points, args.fpr_points)
     reference = draws[0]["ref"]["bundle"]
+    for note in notes:
+        print(note)
     print(table(rows, args.title, reference))
     stats = summary(rows)
     print(f"\n  {'per rate':<24}" + "".join(f"{r:>9}" for r in stats))

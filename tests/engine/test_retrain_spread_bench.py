@@ -50,10 +50,16 @@ def test_the_deltas_and_the_clause_are_read_per_rate(tmp_path):
 def test_files_with_another_reference_or_not_served_are_refused(tmp_path, capsys):
     ok = roc_file(tmp_path / "ok.json", served(0.972, {"0.2%": 0.968, "1%": 0.990}, 0.96, 50))
     other = roc_file(tmp_path / "other.json", served(0.972, {"0.2%": 0.968, "1%": 0.990}, 0.96, 50), ref_bundle="clef-default@9.8.0")
-    split = roc_file(tmp_path / "split.json", served(0.972, {"0.2%": 0.968, "1%": 0.990}, 0.96, 50), data="legacy.jsonl")
+    split = roc_file(tmp_path / "split.json", served(0.972, {"0.2%": 0.968, "1%": 0.990}, 0.96, 50))
+    runs = json.loads(split.read_text())
+    runs[0]["served"]["own"]["fp"] = 68  # another split, or other rules beside the reference
+    split.write_text(json.dumps(runs))
+    renamed = roc_file(tmp_path / "renamed.json", served(0.972, {"0.2%": 0.968, "1%": 0.990}, 0.96, 50), data="old/test.jsonl")
+    assert spread.main(["--roc", f"a={ok}", "--roc", f"b={renamed}", "--out", str(tmp_path / "r")]) == 0
+    assert "note: b read old/test.jsonl" in capsys.readouterr().out
     model_only = tmp_path / "model.json"
     model_only.write_text(json.dumps([{"bundle": "a"}, {"bundle": "b"}]))
-    for bad, said in ((other, "reference's bundle"), (split, "reference's data"), (model_only, "not a served run")):
+    for bad, said in ((other, "reference's bundle"), (split, "its reference serves otherwise"), (model_only, "not a served run")):
         assert spread.main(["--roc", f"a={ok}", "--roc", f"b={bad}", "--out", str(tmp_path / "o")]) == 2
         assert said in capsys.readouterr().err
     assert spread.main(["--roc", str(ok), "--out", str(tmp_path / "o")]) == 2
