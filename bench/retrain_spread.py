@@ -100,7 +100,7 @@ def verdict(row: dict, tpr_points: float, fpr_points: float) -> dict:
     if at and at["tpr"] < -tpr_points:
         short["at the reference's threshold"] = at["tpr"]
     over = at is not None and at["fpr"] > fpr_points
-    return {"holds": not short and not over, "tpr_short": short, "fpr_over": over, "worst": min(row["tpr"].values())}
+    return {"holds": not short and not over, "tpr_short": short, "fpr_over": over, "worst": min(row["tpr"].values(), default=None)}
 
 
 def summary(rows: list[dict]) -> dict:

@@ -317,7 +317,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--no-canonical-cache", dest="canonical_cache", action="store_false",
                     help="compute the requests' canonical texts and keep no copy: by default they are kept beside the "
                          "corpus (hidden .canonical-*.pkl files) and a later run with the same corpus, seed and reading "
-                         "code reads them instead, four minutes less on the default corpus; a run timed from the "
+                         "code reads them instead (the default corpus on 2 cores: 3 s against 77 computed); a run timed from the "
                          "corpus alone wants this flag")
     ap.add_argument("--install", action="store_true", help="copy the bundle over engine/bundles/default")
     ap.add_argument("--finish", action="store_true", help="no training: evaluate the bundle at --out (and --install it)")
