@@ -5,9 +5,8 @@ retrain from scratch lands within 0.5 point of the default's figures, over every
         --roc 0.11.7=bench/results/retrain/0.11.7/roc-svg.json --title corpus-svg --out bench/results/retrain/spread-svg
 
 Each `--roc LABEL=FILE` is one `bench/roc.py --bundle DEFAULT --bundle DRAW --data SPLIT --served` result: its first
-bundle is the reference (the same bundle, data and counts in every file, or the run stops with exit 2), its second the
-draw. The data's path may differ between files where the counts and the reference's figures agree (a corpus
-folder renamed). Nothing is scored again: the files hold each bundle's served TPR at the reference's own number of false
+bundle is the reference (the same bundle, counts and served figures at its own threshold in every file, or the run
+stops with exit 2; the data's path may differ, a corpus folder renamed, and is noted), its second the draw. Nothing is scored again: the files hold each bundle's served TPR at the reference's own number of false
 positives (`at_first_fp`), at fixed served FPRs (0.2 ... 1 %), and at the reference's threshold (`at_first_threshold`:
 TPR and false positives; files from before bench/roc.py wrote it lack that column).
 

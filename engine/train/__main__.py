@@ -90,15 +90,14 @@ def canonical_cached(source: Path, source_sha256: str, records: list[dict], args
     `args.canonical_cache` False (`--no-canonical-cache`): computed, neither read nor kept, as a timed run from the
     corpus alone needs. `sources`, where given, gets `name` -> "computed" or "read from a cache"."""
     sources = {} if sources is None else sources
-    if not getattr(args, "canonical_cache", True):
-        sources[name] = "computed"
-        return canonical_parts(records, args.threads)
-    key = hashlib.blake2b(
-        f"{source_sha256}:{CANONICAL_VERSION}:{reading_hash()}:{args.seed}:{args.dev_split}:{args.limit}:{name}:{len(records)}".encode(),
-        digest_size=10,
-    ).hexdigest()
-    path = source.parent / f".canonical-{name}-{key}.pkl"
-    if path.exists():
+    path = None  # --no-canonical-cache: no key to hash, nothing to read or keep
+    if getattr(args, "canonical_cache", True):  # engine.train.ensemble's and recalibrate's arguments have no such flag
+        key = hashlib.blake2b(
+            f"{source_sha256}:{CANONICAL_VERSION}:{reading_hash()}:{args.seed}:{args.dev_split}:{args.limit}:{name}:{len(records)}".encode(),
+            digest_size=10,
+        ).hexdigest()
+        path = source.parent / f".canonical-{name}-{key}.pkl"
+    if path is not None and path.exists():
         # said in the log: a timed run must start from the corpus alone, and these files are hidden from a plain `ls`
         progress(f"  {name} split's canonical texts read from {path} (delete it to compute them again)")
         sources[name] = "read from a cache"
@@ -106,8 +105,9 @@ def canonical_cached(source: Path, source_sha256: str, records: list[dict], args
             return pickle.load(f)
     parts = canonical_parts(records, args.threads)
     sources[name] = "computed"
-    with open(path, "wb") as f:
-        pickle.dump(parts, f, protocol=pickle.HIGHEST_PROTOCOL)
+    if path is not None:
+        with open(path, "wb") as f:
+            pickle.dump(parts, f, protocol=pickle.HIGHEST_PROTOCOL)
     return parts
 
 
