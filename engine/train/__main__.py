@@ -152,9 +152,11 @@ def load_calibration(path: Path, train_sha256: str, args) -> tuple[list[dict], d
     return records, record
 
 
-def calibration_requests(path: Path, records: list[dict], record: dict, tokenizer, args) -> calibrate.Extra:
-    """load_calibration's requests encoded as the dev split is, with the rules' verdicts beside them."""
-    parts = canonical_cached(path, record["sha256"], records, args, "calibration")
+def calibration_requests(path: Path, records: list[dict], record: dict, tokenizer, args,
+                         sources: dict | None = None) -> calibrate.Extra:
+    """load_calibration's requests encoded as the dev split is, with the rules' verdicts beside them. `sources`:
+    canonical_cached's."""
+    parts = canonical_cached(path, record["sha256"], records, args, "calibration", sources)
     data = encode_records(records, tokenizer, args.max_tokens, args.threads, progress, parts)
     t0 = time.time()
     ruled = calibrate.rules_blocks(records, data.cut, procs=args.threads)
@@ -356,7 +358,7 @@ def main(argv=None) -> int:
         corpus, out / "tokenizer.json", args, train_sha256, canonical_sources
     )
     n_train, n_dev = len(train_data.ids), len(dev_recs)
-    extra = calibration_requests(Path(args.calibration), *calibration, tokenizer, args) if calibration else None
+    extra = calibration_requests(Path(args.calibration), *calibration, tokenizer, args, canonical_sources) if calibration else None
     progress("  rules on the dev split (the model serves beside them)")
     dev_ruled = calibrate.rules_blocks(dev_recs, dev_data.cut, procs=args.threads)
     del dev_recs  # only the ids are needed now

@@ -191,6 +191,8 @@ def test_training_and_recalibrating_set_the_same_threshold_on_the_calibration_re
     assert train_main(["--corpus", str(corpus), "--out", str(tmp_path / "cal"), *TINY_TRAINING, "--calibration", str(calibration)]) == 0
     plain, cal = bundles.load(tmp_path / "plain"), bundles.load(tmp_path / "cal")
     assert "calibration" not in plain.manifest
+    # a --calibration run's record of its canonical texts names the calibration requests' too (read or computed)
+    assert set(cal.manifest["trained_on"]["canonical_texts"]) == {"train", "dev", "calibration"}
     rec = cal.manifest["calibration"]
     assert rec["extra"]["requests"] == n_extra and rec["extra"]["builds"] == [2]
     assert rec["benign_requests"] == rec["dev_benign"] + n_extra and rec["dev_benign"] > 0
