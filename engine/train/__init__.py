@@ -8,7 +8,7 @@ import argparse
 
 
 def add_int8_argument(parser: argparse.ArgumentParser) -> None:
-    """`--int8`, for every command that quantises (engine.train, engine.train.ensemble, fine-tuning)."""
+    """`--int8`, `--int8-layout` and `--no-cascade`, for every command that quantises (engine.train, engine.train.ensemble, fine-tuning)."""
     parser.add_argument("--int8", choices=("auto", "dynamic", "static"), default="auto",
                         help="int8 format: the one measured better on the dev split (auto, the default; the measurement "
                              "reads timings, which a loaded machine can tip), or this one")  # fmt: skip
@@ -16,6 +16,10 @@ def add_int8_argument(parser: argparse.ArgumentParser) -> None:
                         help="weights of a dynamic int8 model: s8 (the default: signed 7-bit linear weights, convolutions "
                              "in fp32; faster on CPUs with int8 dot products, the same scores everywhere) or u8 (every "
                              "weight unsigned 8-bit, as bundles up to 0.11.0 were made)")  # fmt: skip
+    parser.add_argument("--no-cascade", dest="cascade", action="store_false",
+                        help="serve an ensemble's networks together on every request, rather than one network first and "
+                             "the others only where its block score passes a cutoff chosen on the dev split so that no dev "
+                             "decision changes (engine/train/cascade.py; dynamic int8 only)")  # fmt: skip
 
 
 def add_threshold_arguments(parser: argparse.ArgumentParser) -> None:

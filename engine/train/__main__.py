@@ -32,7 +32,7 @@ from tokenizers import Tokenizer
 from engine import bundle as bundles
 from engine.canonical import VERSION as CANONICAL_VERSION
 from engine.labels import FEATURES
-from engine.train import add_int8_argument, add_threshold_arguments, calibrate, weights
+from engine.train import add_int8_argument, add_threshold_arguments, calibrate, cascade, weights
 from engine.train.calibration import DEV_SHARE, CalibrationError, group_key, in_dev, load
 from engine.train.data import Encoded, canonical_parts, corpus_routing, encode_records, progress, read_jsonl
 from engine.train.loop import TrainConfig, predict_each, set_seed, train
@@ -218,6 +218,9 @@ def package(net, dev_data, dev_ruled, fp32_dev: dict, out: Path, args, trained_o
     share = "fixed" if args.block_threshold is not None else f"model's share of benign FPR: {args.target_fpr}"
     progress(f"  chose {choice} int8; block threshold {threshold:.4f} ({share}); dev with the rules: "
              f"TPR {union['tpr']:.4f} FPR {union['fpr']:.4f}")
+    staged = None  # an ensemble's networks one after another (engine/train/cascade.py): dynamic int8 only
+    if choice == "dynamic" and getattr(args, "cascade", True):
+        staged = cascade.attach(net, dev_data, threshold, out / "model.onnx", args.int8_layout)
     manifest = {
         "name": args.name,
         "version": args.version,
@@ -231,6 +234,7 @@ def package(net, dev_data, dev_ruled, fp32_dev: dict, out: Path, args, trained_o
         "architecture": net.config,
         "quantization": calibrate.quantization_record(choice, measured, fp32_dev, args.int8_layout),
         "thresholds": {"block": calibrate.stored(threshold)},
+        **({"cascade": staged} if staged else {}),
         "routing": corpus_routing(Path(args.corpus) / "train.jsonl", args.limit),
         "dev_with_rules": union,
         **({"calibration": calibration} if calibration else {}),

@@ -178,7 +178,7 @@ def _run(args: argparse.Namespace) -> int:
     from tokenizers import Tokenizer
 
     from engine import bundle as bundles
-    from engine.train import calibrate, gate, weights
+    from engine.train import calibrate, cascade, gate, weights
     from engine.train.__main__ import split_dev
     from engine.train.data import encode_records, progress
     from engine.train.loop import TrainConfig, predict, set_seed, train
@@ -210,10 +210,15 @@ def _run(args: argparse.Namespace) -> int:
     try:
         shutil.copyfile(base.tokenizer_path, partial / "tokenizer.json")
         choice, measured = calibrate.int8(net, dev_data, fp32_dev, partial / "model.onnx", args.seed, form=args.int8, layout=args.int8_layout)
+        staged = None  # an ensemble as a cascade, at the base's threshold (engine/train/cascade.py)
+        if choice == "dynamic" and args.cascade:
+            staged = cascade.attach(net, dev_data, base.thresholds.get("block", 0.5), partial / "model.onnx", args.int8_layout)
         weights.save(net, partial)
         marked = json.dumps([args.seed, sorted((r["id"], r["label"]) for r in marks)]).encode()
         digest = hashlib.blake2b(marked, digest_size=4).hexdigest()
-        manifest = {k: v for k, v in base.manifest.items() if k not in ("sha256", "eval", "gate")}
+        manifest = {k: v for k, v in base.manifest.items() if k not in ("sha256", "eval", "gate", "cascade")}
+        if staged:
+            manifest["cascade"] = staged
         manifest.update(
             name=args.name or base.name,
             version=args.version or f"{base.version}+site.{digest}",

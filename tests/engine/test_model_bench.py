@@ -20,13 +20,15 @@ def test_real_requests_are_sampled_evenly_and_measured(tmp_path):
             body = json.dumps({"text": " ".join(f"word{j} and more" for j in range(400))}) if long else ""
             fh.write(json.dumps({"method": "POST" if long else "GET", "path": f"/items/{i}", "query": f"page={i}",
                                  "headers": [["Content-Type", "application/json"]] if long else [], "body": body,
-                                 "label": "allow"}) + "\n")  # fmt: skip
+                                 "label": "block" if i % 2 else "allow"}) + "\n")  # fmt: skip
     res = bench.real_requests(Model(bundles.load()), path, 10)
     assert res["requests"] == 10  # every third line: 0, 3, ..., 27; 9 and 18 long, 19 not read
     assert res["share_within_256"] == 0.8
     assert res["tokens_p90"] > 256 > res["tokens_p50"]
     assert 0 < res["forward_p50_ms"] <= res["forward_p90_ms"] and 0 < res["forward_p50_within_256_ms"]
     assert res["with_encoding_p50_ms"] > 0 and res["with_encoding_cold_p50_ms"] > 0
+    # read apart: lines 0, 6, ..., 24 benign, 3, 9, ..., 27 attacks (9 past 256 tokens)
+    assert res["forward_p50_within_256_benign_ms"] > 0 and res["forward_p50_within_256_attack_ms"] > 0
 
 
 def test_rewrites_time_the_served_session_against_every_rewrite():

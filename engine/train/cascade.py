@@ -1,0 +1,212 @@
+"""An ensemble served as a cascade: one network first, the others only for the requests that need them.
+
+    ids → network F alone → its block probability p (softmax over F's label logits)
+    every row of the batch with p <= cutoff: F's own outputs (softmax of its label logits, sigmoid of its features)
+    any row with p > cutoff: the other networks run too (ONNX `If`), and each such row gets the ensemble's outputs
+    (the networks' logits averaged), bit for bit those of the plain ensemble graph; the rows under the cutoff keep F's
+
+Why: the default averages two networks, so every request paid two forward passes, though nearly every benign
+request is one that either network alone scores far below the block threshold (on the default's dev split, 97 %
+of the benign requests score under 0.1 on its second network alone, and the threshold is 0.949). A request whose
+first score is under the cutoff is never blocked by the model (cutoff < threshold); the cascade can only drop a
+block the ensemble would have made, where F scores a request under the cutoff and the average still reaches the
+threshold. `choose` picks F and the cutoff on the dev split so that no dev decision changes even at twice the
+cutoff; `attach` then checks the built graph against the ensemble's dev decisions and keeps the plain ensemble
+graph if a single one differs.
+
+A row's outputs depend on that row only (the `Where` picks per row; the `If` only saves the second pass when no row
+needs it). Dynamic int8 still quantises each activation with one scale per batch, as in every graph we serve
+(Model.run_settled). The first network's graph and the others' are each exported and quantised exactly as the
+ensemble graph's parts are (dynamic, per tensor, the same layout), so a cascade with its cutoff below every score
+is the plain ensemble graph's function, bit for bit (tests/engine/test_cascade.py).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from engine.train.data import Encoded, progress
+from engine.train.net import ClefNet, Ensemble
+from engine.verdict import LABELS
+
+BLOCK = LABELS.index("block")
+
+# cutoffs tried, smallest first; each must stay under the block threshold (calibrated thresholds are >= 0.5)
+GRID = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
+MARGIN = 2.0  # a cutoff is kept only if MARGIN times it changes no dev decision either
+
+
+class _Logits(torch.nn.Module):
+    def __init__(self, net: ClefNet):
+        super().__init__()
+        self.net = net
+
+    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.net.logits(ids)
+
+
+def export_logits(net: ClefNet, path: Path, opset: int = 17) -> Path:
+    """One network's graph with its logits as outputs (label_logits, feature_logits)."""
+    net.eval()
+    dummy = torch.randint(4, 100, (2, 2 * net.window), dtype=torch.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            _Logits(net),
+            (dummy,),
+            str(path),
+            input_names=["input_ids"],
+            output_names=["label_logits", "feature_logits"],
+            dynamic_axes={"input_ids": {0: "batch", 1: "length"}, "label_logits": {0: "batch"}, "feature_logits": {0: "batch"}},
+            opset_version=opset,
+            dynamo=False,
+        )
+    return path
+
+
+def member_graphs(net: Ensemble, folder: Path, layout: str) -> list[Path]:
+    """Each network's logits graph in dynamic int8, quantised as calibrate.int8 quantises the ensemble's graph."""
+    from engine.train.export import quantize_dynamic
+
+    paths = []
+    for i, member in enumerate(net.members):
+        fp32 = export_logits(member, folder / f"member{i}-fp32.onnx")
+        paths.append(quantize_dynamic(fp32, folder / f"member{i}.onnx", per_channel=False, layout=layout))
+    return paths
+
+
+def compose(graphs: list[Path], first: int, cutoff: float, out: Path) -> Path:
+    """The cascade graph of the networks' int8 logits graphs: `graphs[first]` alone, the average of all where its block
+    probability exceeds `cutoff` (a cutoff of 1 or more: the first network alone, always)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    loaded = [onnx.load(str(p)) for p in graphs]
+    parts = []
+    for i, model in enumerate(loaded):
+        g = model.graph
+        rename = {v: f"m{i}/{v}" for v in [*(x.name for x in g.initializer), *(o for n in g.node for o in n.output)]}
+        for n in g.node:
+            n.name = f"m{i}/{n.name}"
+            n.input[:] = [rename.get(x, x) for x in n.input]
+            n.output[:] = [rename[x] for x in n.output]
+        for x in g.initializer:
+            x.name = rename[x.name]
+        parts.append((list(g.node), list(g.initializer), [rename[o.name] for o in g.output]))
+    n_labels = loaded[0].graph.output[0].type.tensor_type.shape.dim[1].dim_value
+    n_features = loaded[0].graph.output[1].type.tensor_type.shape.dim[1].dim_value
+    first_nodes, _, (l_first, f_first) = parts[first]
+    others = [p for i, p in enumerate(parts) if i != first]
+
+    def const(name: str, value) -> "onnx.TensorProto":
+        return numpy_helper.from_array(np.asarray(value), f"cascade/{name}")
+
+    node = helper.make_node
+    constants = [const("cutoff", np.float32(cutoff)), const("block", np.array([BLOCK], np.int64)),
+                 const("zero", np.float32(0)), const("share", np.float32(1 / len(parts)))]  # fmt: skip
+    initializers = [x for _, inits, _ in parts for x in inits] + constants
+    nodes = [*first_nodes,
+             node("Softmax", [l_first], ["cascade/p"], axis=-1),
+             node("Gather", ["cascade/p", "cascade/block"], ["cascade/p_block"], axis=1),  # [batch, 1]
+             node("Greater", ["cascade/p_block", "cascade/cutoff"], ["cascade/rest"]),  # rows that need the others
+             node("Cast", ["cascade/rest"], ["cascade/rest_f"], to=TensorProto.FLOAT),
+             node("ReduceMax", ["cascade/rest_f"], ["cascade/any_f"], keepdims=0),
+             node("Greater", ["cascade/any_f", "cascade/zero"], ["cascade/any"])]  # fmt: skip
+    # the average as the ensemble graph takes it: the sum in member order, times 1/n (n = 2: the same as its mean)
+    then_nodes = [n for p in others for n in p[0]]
+    sums = {}
+    for kind, k in (("labels", 0), ("features", 1)):
+        outs = [p[2][k] for p in parts]
+        acc = outs[0]
+        for j, o in enumerate(outs[1:]):
+            then_nodes.append(node("Add", [acc, o], [f"cascade/{kind}_sum{j}"]))
+            acc = f"cascade/{kind}_sum{j}"
+        then_nodes.append(node("Mul", [acc, "cascade/share"], [f"cascade/{kind}_mean"]))
+        sums[kind] = f"cascade/{kind}_mean"
+    then_nodes += [node("Where", ["cascade/rest", sums["labels"], l_first], ["cascade/labels_then"]),
+                   node("Where", ["cascade/rest", sums["features"], f_first], ["cascade/features_then"])]  # fmt: skip
+    out_info = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, None)  # noqa: E731
+    then_graph = helper.make_graph(then_nodes, "all_networks", [], [out_info("cascade/labels_then"), out_info("cascade/features_then")])
+    else_graph = helper.make_graph(
+        [node("Identity", [l_first], ["cascade/labels_else"]), node("Identity", [f_first], ["cascade/features_else"])],
+        "first_network", [], [out_info("cascade/labels_else"), out_info("cascade/features_else")],
+    )
+    nodes += [node("If", ["cascade/any"], ["cascade/labels", "cascade/features"], then_branch=then_graph, else_branch=else_graph),
+              node("Softmax", ["cascade/labels"], ["label_probs"], axis=-1),
+              node("Sigmoid", ["cascade/features"], ["feature_probs"])]  # fmt: skip
+    graph = helper.make_graph(
+        nodes, "cascade", list(loaded[0].graph.input),
+        [helper.make_tensor_value_info("label_probs", TensorProto.FLOAT, ["batch", n_labels]),
+         helper.make_tensor_value_info("feature_probs", TensorProto.FLOAT, ["batch", n_features])],
+        initializers,
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=list(loaded[0].opset_import), ir_version=loaded[0].ir_version)
+    onnx.checker.check_model(model)
+    onnx.save(model, str(out))
+    return out
+
+
+def choose(alone: list[np.ndarray], blocked: np.ndarray, benign: np.ndarray, grid=GRID) -> tuple[int, float] | None:
+    """The first network and the cutoff: for each network, the largest cutoff in `grid` such that no row the ensemble
+    blocks (`blocked`) scores at most MARGIN times it alone (`alone[i]`: block probabilities); of the networks, the one
+    whose cutoff lets the most `benign` rows stop after it (the first on a tie). None when no cutoff qualifies."""
+    best = None
+    for i, p in enumerate(alone):
+        lowest_blocked = float(p[blocked].min()) if blocked.any() else np.inf
+        fits = [c for c in grid if MARGIN * c < lowest_blocked]
+        if not fits:
+            continue
+        cutoff = fits[-1]
+        stop = int((p[benign] <= cutoff).sum())
+        if best is None or stop > best[0]:
+            best = (stop, i, cutoff)
+    return None if best is None else (best[1], best[2])
+
+
+def attach(net, dev: Encoded, threshold: float, model: Path, layout: str, log: Callable[[str], None] = progress) -> dict | None:
+    """Replace `model` (the plain ensemble graph of `net`, dynamic int8) by its cascade when a first network and a
+    cutoff qualify on `dev` (choose) and the cascade graph makes every dev decision the plain graph makes at
+    `threshold`. The record for bundle.json's `cascade`, or None (a single network, or nothing qualified: `model`
+    unchanged)."""
+    from engine.train.calibrate import score_onnx
+
+    if not isinstance(net, Ensemble):
+        return None
+    window = net.window
+    plain = score_onnx(model, dev, window)[:, BLOCK]
+    blocked, benign = plain >= threshold, dev.labels != BLOCK
+    with tempfile.TemporaryDirectory() as tmp:
+        graphs = member_graphs(net, Path(tmp), layout)
+        alone = [score_onnx(compose(graphs, i, 1.0, Path(tmp) / f"alone{i}.onnx"), dev, window)[:, BLOCK] for i in range(len(graphs))]
+        picked = choose(alone, blocked, benign)
+        if picked is None or picked[1] >= threshold:
+            log("  cascade: no network and cutoff change no dev decision; the networks run together")
+            return None
+        first, cutoff = picked
+        built = compose(graphs, first, cutoff, Path(tmp) / "cascade.onnx")
+        scored = score_onnx(built, dev, window)[:, BLOCK]
+        changed = int(((scored >= threshold) != blocked).sum())
+        if changed:
+            log(f"  cascade: {changed} dev decisions differ from the networks together; the networks run together")
+            return None
+        model.write_bytes(built.read_bytes())
+    stops = alone[first] <= cutoff
+    record = {
+        "first": first,
+        "cutoff": cutoff,
+        "rule": f"the largest cutoff of {list(GRID)} at which {MARGIN:g} times it changes no dev decision; the network that "
+        "lets the most benign dev requests stop after it",
+        "dev": {"requests": len(stops), "one_network": round(float(stops.mean()), 5),
+                "benign_one_network": round(float(stops[benign].mean()), 5) if benign.any() else None,
+                "decisions_changed": 0},
+    }  # fmt: skip
+    log(f"  cascade: network {first} first, the others where its block score exceeds {cutoff}: "
+        f"{100 * stops.mean():.1f} % of dev requests ({100 * (record['dev']['benign_one_network'] or 0):.1f} % of benign "
+        "ones) take one network; no dev decision changes")  # fmt: skip
+    return record
