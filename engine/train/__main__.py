@@ -220,7 +220,8 @@ def package(net, dev_data, dev_ruled, fp32_dev: dict, out: Path, args, trained_o
              f"TPR {union['tpr']:.4f} FPR {union['fpr']:.4f}")
     staged = None  # an ensemble's networks one after another (engine/train/cascade.py): dynamic int8 only
     if choice == "dynamic" and getattr(args, "cascade", True):
-        staged = cascade.attach(net, dev_data, threshold, out / "model.onnx", args.int8_layout)
+        staged = cascade.attach(net, dev_data, threshold, out / "model.onnx", args.int8_layout,
+                                plain=measured[choice]["probs"][:, calibrate.BLOCK])  # fmt: skip
     manifest = {
         "name": args.name,
         "version": args.version,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import tempfile
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
@@ -169,32 +170,40 @@ def choose(alone: list[np.ndarray], blocked: np.ndarray, benign: np.ndarray, gri
     return None if best is None else (best[1], best[2])
 
 
-def attach(net, dev: Encoded, threshold: float, model: Path, layout: str, log: Callable[[str], None] = progress) -> dict | None:
+def attach(net, dev: Encoded, threshold: float, model: Path, layout: str, log: Callable[[str], None] = progress,
+           plain: np.ndarray | None = None) -> dict | None:  # fmt: skip
     """Replace `model` (the plain ensemble graph of `net`, dynamic int8) by its cascade when a first network and a
     cutoff qualify on `dev` (choose) and the cascade graph makes every dev decision the plain graph makes at
-    `threshold`. The record for bundle.json's `cascade`, or None (a single network, or nothing qualified: `model`
+    `threshold`. `plain`: the plain graph's block scores of `dev` by calibrate.score_onnx, where the caller has
+    them. The record for bundle.json's `cascade`, or None (a single network, or nothing qualified: `model`
     unchanged)."""
-    from engine.train.calibrate import score_onnx
+    from engine.model import open_session
+    from engine.train.calibrate import measure_onnx, score_onnx
 
     if not isinstance(net, Ensemble):
         return None
     window = net.window
-    plain = score_onnx(model, dev, window)[:, BLOCK]
+    if plain is None:
+        plain = score_onnx(model, dev, window)[:, BLOCK]
     blocked, benign = plain >= threshold, dev.labels != BLOCK
     with tempfile.TemporaryDirectory() as tmp:
         graphs = member_graphs(net, Path(tmp), layout)
-        alone = [score_onnx(compose(graphs, i, 1.0, Path(tmp) / f"alone{i}.onnx"), dev, window)[:, BLOCK] for i in range(len(graphs))]
+        alone_graphs = [compose(graphs, i, 1.0, Path(tmp) / f"alone{i}.onnx") for i in range(len(graphs))]
+        with ThreadPoolExecutor(len(alone_graphs)) as pool:  # a core each; one-thread sessions score alike either way
+            alone = [p[:, BLOCK] for p in pool.map(lambda g: score_onnx(g, dev, window), alone_graphs)]
         picked = choose(alone, blocked, benign)
         if picked is None or picked[1] >= threshold:
             log("  cascade: no network and cutoff change no dev decision; the networks run together")
             return None
         first, cutoff = picked
         built = compose(graphs, first, cutoff, Path(tmp) / "cascade.onnx")
-        scored = score_onnx(built, dev, window)[:, BLOCK]
-        changed = int(((scored >= threshold) != blocked).sum())
+        session = open_session(str(built), threads=1)
+        scored = score_onnx(session, dev, window)
+        changed = int(((scored[:, BLOCK] >= threshold) != blocked).sum())
         if changed:
             log(f"  cascade: {changed} dev decisions differ from the networks together; the networks run together")
             return None
+        timed = measure_onnx(session, dev, window, scored)
         model.write_bytes(built.read_bytes())
     stops = alone[first] <= cutoff
     record = {
@@ -205,6 +214,7 @@ def attach(net, dev: Encoded, threshold: float, model: Path, layout: str, log: C
         "dev": {"requests": len(stops), "one_network": round(float(stops.mean()), 5),
                 "benign_one_network": round(float(stops[benign].mean()), 5) if benign.any() else None,
                 "decisions_changed": 0},
+        "dev_p50_ms": round(timed["p50_ms"], 3),  # dev requests within 256 tokens, one thread, on the machine that made it
     }  # fmt: skip
     log(f"  cascade: network {first} first, the others where its block score exceeds {cutoff}: "
         f"{100 * stops.mean():.1f} % of dev requests ({100 * (record['dev']['benign_one_network'] or 0):.1f} % of benign "

@@ -212,7 +212,8 @@ def _run(args: argparse.Namespace) -> int:
         choice, measured = calibrate.int8(net, dev_data, fp32_dev, partial / "model.onnx", args.seed, form=args.int8, layout=args.int8_layout)
         staged = None  # an ensemble as a cascade, at the base's threshold (engine/train/cascade.py)
         if choice == "dynamic" and args.cascade:
-            staged = cascade.attach(net, dev_data, base.thresholds.get("block", 0.5), partial / "model.onnx", args.int8_layout)
+            staged = cascade.attach(net, dev_data, base.thresholds.get("block", 0.5), partial / "model.onnx", args.int8_layout,
+                                    plain=measured[choice]["probs"][:, calibrate.BLOCK])  # fmt: skip
         weights.save(net, partial)
         marked = json.dumps([args.seed, sorted((r["id"], r["label"]) for r in marks)]).encode()
         digest = hashlib.blake2b(marked, digest_size=4).hexdigest()
