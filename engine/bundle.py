@@ -86,6 +86,8 @@ class Bundle:
             "sha256": m["sha256"].get("model.onnx", ""),
             "trained_on": m.get("trained_on", {}),
             "eval": m.get("eval", {}),
+            # an ensemble served one network first (engine/train/cascade.py): which, and the cutoff that calls the rest
+            **({"cascade": {k: m["cascade"][k] for k in ("first", "cutoff")}} if isinstance(m.get("cascade"), dict) else {}),
         }
 
 

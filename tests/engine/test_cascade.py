@@ -133,6 +133,7 @@ def test_training_two_networks_writes_a_cascade_that_serves_as_recorded(tmp_path
     assert rec["first"] in (0, 1) and rec["cutoff"] in cascade.GRID and rec["cutoff"] < c.thresholds["block"]
     assert (c.path / "weights.pt").read_bytes() == (plain.path / "weights.pt").read_bytes()
     assert c.manifest["thresholds"] == plain.manifest["thresholds"]
+    assert c.info()["cascade"] == {"first": rec["first"], "cutoff": rec["cutoff"]} and "cascade" not in plain.info()  # /v1/models
     a, b = Model(c), Model(plain)
     requests = [Features.build("GET", "/search", "q=shoes"), Features.build("GET", "/", "id=1' OR '1'='1"),
                 Features.build("POST", "/comment", "", {"content-type": "application/json"}, b'{"text": "<script>alert(1)</script>"}')]  # fmt: skip
