@@ -218,10 +218,11 @@ def package(net, dev_data, dev_ruled, fp32_dev: dict, out: Path, args, trained_o
     share = "fixed" if args.block_threshold is not None else f"model's share of benign FPR: {args.target_fpr}"
     progress(f"  chose {choice} int8; block threshold {threshold:.4f} ({share}); dev with the rules: "
              f"TPR {union['tpr']:.4f} FPR {union['fpr']:.4f}")
+    routing = corpus_routing(Path(args.corpus) / "train.jsonl", args.limit)
     staged = None  # an ensemble's networks one after another (engine/train/cascade.py): dynamic int8 only
     if choice == "dynamic" and getattr(args, "cascade", True):
         staged = cascade.attach(net, dev_data, threshold, out / "model.onnx", args.int8_layout,
-                                plain=measured[choice]["probs"][:, calibrate.BLOCK])  # fmt: skip
+                                plain=measured[choice]["probs"][:, calibrate.BLOCK], routing=routing)  # fmt: skip
     manifest = {
         "name": args.name,
         "version": args.version,
@@ -236,7 +237,7 @@ def package(net, dev_data, dev_ruled, fp32_dev: dict, out: Path, args, trained_o
         "quantization": calibrate.quantization_record(choice, measured, fp32_dev, args.int8_layout),
         "thresholds": {"block": calibrate.stored(threshold)},
         **({"cascade": staged} if staged else {}),
-        "routing": corpus_routing(Path(args.corpus) / "train.jsonl", args.limit),
+        "routing": routing,
         "dev_with_rules": union,
         **({"calibration": calibration} if calibration else {}),
         "trained_on": trained_on,

@@ -14,6 +14,11 @@ threshold. `choose` picks F and the cutoff on the dev split so that no dev decis
 cutoff; `attach` then checks the built graph against the ensemble's dev decisions and keeps the plain ensemble
 graph if a single one differs.
 
+The block decision is what the cascade keeps; the other labels' scores under the cutoff are the first network's.
+A bundle that routes by the written policy (the default) never reads them; one whose routing head routes
+(`routing: model`) gets no cascade, and a gateway set to `model.routing: model` with a cascade bundle routes the
+requests under the cutoff by the first network's head alone.
+
 A row's outputs depend on that row only (the `Where` picks per row; the `If` only saves the second pass when no row
 needs it). Dynamic int8 still quantises each activation with one scale per batch, as in every graph we serve
 (Model.run_settled). The first network's graph and the others' are each exported and quantised exactly as the
@@ -171,16 +176,20 @@ def choose(alone: list[np.ndarray], blocked: np.ndarray, benign: np.ndarray, gri
 
 
 def attach(net, dev: Encoded, threshold: float, model: Path, layout: str, log: Callable[[str], None] = progress,
-           plain: np.ndarray | None = None) -> dict | None:  # fmt: skip
+           plain: np.ndarray | None = None, routing: str = "policy") -> dict | None:  # fmt: skip
     """Replace `model` (the plain ensemble graph of `net`, dynamic int8) by its cascade when a first network and a
     cutoff qualify on `dev` (choose) and the cascade graph makes every dev decision the plain graph makes at
     `threshold`. `plain`: the plain graph's block scores of `dev` by calibrate.score_onnx, where the caller has
-    them. The record for bundle.json's `cascade`, or None (a single network, or nothing qualified: `model`
-    unchanged)."""
+    them. `routing`: the bundle's (engine/bundle.py); a bundle whose routing head routes what it lets through keeps
+    the plain graph, since under the cutoff that head would be the first network's alone. The record for
+    bundle.json's `cascade`, or None (a single network, model routing, or nothing qualified: `model` unchanged)."""
     from engine.model import open_session
     from engine.train.calibrate import measure_onnx, score_onnx
 
     if not isinstance(net, Ensemble):
+        return None
+    if routing != "policy":
+        log("  cascade: none, the bundle's routing head routes the requests it lets through; the networks run together")
         return None
     window = net.window
     if plain is None:

@@ -210,10 +210,11 @@ def _run(args: argparse.Namespace) -> int:
     try:
         shutil.copyfile(base.tokenizer_path, partial / "tokenizer.json")
         choice, measured = calibrate.int8(net, dev_data, fp32_dev, partial / "model.onnx", args.seed, form=args.int8, layout=args.int8_layout)
+        routing = routing_after(base.routing, marks)
         staged = None  # an ensemble as a cascade, at the base's threshold (engine/train/cascade.py)
         if choice == "dynamic" and args.cascade:
             staged = cascade.attach(net, dev_data, base.thresholds.get("block", 0.5), partial / "model.onnx", args.int8_layout,
-                                    plain=measured[choice]["probs"][:, calibrate.BLOCK])  # fmt: skip
+                                    plain=measured[choice]["probs"][:, calibrate.BLOCK], routing=routing)  # fmt: skip
         weights.save(net, partial)
         marked = json.dumps([args.seed, sorted((r["id"], r["label"]) for r in marks)]).encode()
         digest = hashlib.blake2b(marked, digest_size=4).hexdigest()
@@ -225,7 +226,7 @@ def _run(args: argparse.Namespace) -> int:
             version=args.version or f"{base.version}+site.{digest}",
             quantization=calibrate.quantization_record(choice, measured, fp32_dev, args.int8_layout),
             thresholds={"block": base.thresholds.get("block", 0.5)},
-            routing=routing_after(base.routing, marks),
+            routing=routing,
             fine_tuned={"from": base.id, "from_sha256": base.manifest["sha256"].get("model.onnx", ""),
                         "feedback": str(args.feedback), "site_examples": len(site_train), "site_repeats": reps,
                         "site_held_out": len(site_held) if held_apart else 0, "replay": len(replay_train),

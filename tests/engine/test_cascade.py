@@ -120,6 +120,10 @@ def test_attach_replaces_the_graph_only_when_no_dev_decision_changes(graphs, tmp
     assert cascade.attach(net, dev, threshold, model, "s8", log=lambda m: None) is None
     assert model.read_bytes() == plain.read_bytes()
     assert cascade.attach(tiny(1), dev, threshold, model, "s8", log=lambda m: None) is None  # one network: nothing to do
+    # a bundle whose routing head routes: under the cutoff that head would be the first network's alone
+    monkeypatch.setattr(cascade, "choose", lambda alone, blocked, benign: (0, 0.001))
+    assert cascade.attach(net, dev, threshold, model, "s8", log=lambda m: None, routing="model") is None
+    assert model.read_bytes() == plain.read_bytes()
 
 
 def test_training_two_networks_writes_a_cascade_that_serves_as_recorded(tmp_path):
@@ -146,3 +150,51 @@ def test_training_two_networks_writes_a_cascade_that_serves_as_recorded(tmp_path
         enc = a.encode(request)
         got, both, alone = a.run([enc])[0][0], b.run([enc])[0][0], first.run([enc])[0][0]
         assert np.array_equal(got, alone if alone[0] <= rec["cutoff"] else both)
+
+
+@pytest.mark.slow
+def test_fine_tuning_an_ensemble_writes_the_cascade_of_its_own_graph(tmp_path, capsys):
+    """`clef-gateway train --from-bundle` on a two-network base: the fine-tuned bundle's `cascade` record describes
+    its own graph (chosen again at the base's threshold), never the base's record copied."""
+    import onnx
+
+    from engine.journal import Journal
+    from engine.journal_writer import Entry, JournalSettings, row
+    from engine.train.export import export_onnx, quantize_dynamic
+    from gateway import cli
+    from tests.sitecorpus import SITE_SQL, site_request, train_base, write_corpus
+
+    corpus = write_corpus(tmp_path / "corpus")
+    a, b = (bundles.load(train_base(corpus, tmp_path / f"net{seed}", seed=seed)) for seed in (1, 2))
+    assert a.tokenizer_path.read_bytes() == b.tokenizer_path.read_bytes()  # one corpus, one tokenizer
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "tokenizer.json").write_bytes(a.tokenizer_path.read_bytes())
+    net = Ensemble([weights.load(a), weights.load(b)]).eval()
+    weights.save(net, base)
+    quantize_dynamic(export_onnx(net, tmp_path / "fp32.onnx"), base / "model.onnx", per_channel=False)
+    manifest = {k: v for k, v in a.manifest.items() if k != "sha256"}
+    bundles.write_manifest(base, {**manifest, "architecture": net.config, "cascade": {"first": 7, "cutoff": 0.5}})
+    journal = tmp_path / "journal.db"
+    model = Model(bundles.load(base))
+    with Journal(journal) as j:
+        for i in range(len(SITE_SQL)):
+            method, path, headers, body = site_request(i)
+            f = Features.build(method, path, "", list(headers.items()), body)
+            verdict = model.verdict(*(x[0] for x in model.run([model.encode(f)])))
+            j.insert([row(Entry(f"s{i}", float(i), f, verdict), JournalSettings(str(journal)))])
+        j.mark([f"s{i}" for i in range(len(SITE_SQL))], "origin")
+    for name, more in (("site-v2", []), ("site-plain", ["--no-cascade"])):
+        out = tmp_path / name
+        argv = ["train", "--from-bundle", str(base), "--feedback", str(journal), "--out", str(out), "--corpus", str(corpus),
+                "--threads", "1", "--epochs", "0.05", "--int8", "dynamic", *more]  # fmt: skip
+        assert cli.main(argv) in (0, 1)  # accepted or not, the bundle is written (beside, when the gate rejects it)
+        made = out if out.exists() else tmp_path / f"{name}.rejected"
+        tuned = bundles.load(made, allow_rejected=True)
+        ops = {n.op_type for n in onnx.load(str(tuned.model_path)).graph.node}
+        record = tuned.manifest.get("cascade")
+        if record is None:  # --no-cascade, or none qualified: the plain graph, and no record of the base's
+            assert "If" not in ops
+        else:
+            assert not more and record["first"] in (0, 1) and record["dev"]["decisions_changed"] == 0 and "If" in ops
+    assert "cascade" not in tuned.manifest  # the --no-cascade run
