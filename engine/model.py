@@ -34,7 +34,8 @@ SPECIAL_TOKENS = [
 # Graph rewrites ONNX Runtime would apply that make this network slower. SkipLayerNormFusion joins the
 # feed-forward's residual add with the final LayerNorm; its CPU kernel is slower than the two nodes it
 # replaces at our width (d=64): the forward pass takes about 10 % less without it (0.89-0.93x from 64 to
-# 1,024 tokens, `bench/model.py` times both; bench/RESULTS.md), scores within 1e-7 of the rewritten graph's.
+# 1,024 tokens, `bench/model.py` times both; bench/RESULTS.md), scores within 1e-7 of the rewritten graph's. (It
+# finds nothing to join in a cascade graph, engine/train/cascade.py: there leaving it out changes nothing.)
 DISABLED_OPTIMIZERS = ("SkipLayerNormFusion",)
 # Bodies up to this size are tokenised line by line too (JSON and form lines repeat); longer ones whole, so
 # a large document does not push the head lines out of the line cache.

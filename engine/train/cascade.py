@@ -14,13 +14,14 @@ threshold. `choose` picks F and the cutoff on the dev split so that no dev decis
 cutoff; `attach` then checks the built graph against the ensemble's dev decisions and keeps the plain ensemble
 graph if a single one differs.
 
-The block decision is what the cascade keeps; the other labels' scores under the cutoff are the first network's.
+The block decision is what the cascade keeps; under the cutoff the other labels' scores and the feature tags (the
+routing hints among them) are the first network's.
 A bundle that routes by the written policy (the default) never reads them; one whose routing head routes
 (`routing: model`) gets no cascade, and a gateway set to `model.routing: model` with a cascade bundle routes the
 requests under the cutoff by the first network's head alone.
 
-A row's outputs depend on that row only (the `Where` picks per row; the `If` only saves the second pass when no row
-needs it). Dynamic int8 still quantises each activation with one scale per batch, as in every graph we serve
+Which path a row takes depends on its own first score only (the `Where` picks per row; the `If` only saves the
+second pass when no row of the batch needs it). Dynamic int8 still quantises each activation with one scale per batch, as in every graph we serve
 (Model.run_settled). The first network's graph and the others' are each exported and quantised exactly as the
 ensemble graph's parts are (dynamic, per tensor, the same layout), so a cascade with its cutoff below every score
 is the plain ensemble graph's function, bit for bit (tests/engine/test_cascade.py).

@@ -109,8 +109,10 @@ def test_served_graph_leaves_out_the_slow_fusion_and_scores_the_same(model, tmp_
 
     full, full_ops = optimised([], "full.onnx")
     served, served_ops = optimised(list(DISABLED_OPTIMIZERS), "served.onnx")
-    assert "SkipLayerNormalization" in full_ops  # the rewrite applies to this graph: disabling it matters
+    # the fusion finds the plain two-network graph's residual adds and LayerNorms (0.11.2's); in the cascade graph
+    # (0.11.13's) ONNX Runtime applies it nowhere, so there leaving it out changes nothing, and must still change nothing
     assert "SkipLayerNormalization" not in served_ops
+    assert full_ops - served_ops <= {"SkipLayerNormalization"}
     batch = [model.encode(Features.build("GET", "/search", f"q=select+{i}&page={i}" * (i + 1))) for i in range(4)]
     ids = np.zeros((4, model.padded_length(max(e.length for e in batch))), dtype=np.int64)
     for i, e in enumerate(batch):
