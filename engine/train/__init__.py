@@ -8,7 +8,8 @@ import argparse
 
 
 def add_int8_argument(parser: argparse.ArgumentParser) -> None:
-    """`--int8`, `--int8-layout` and `--no-cascade`, for every command that quantises (engine.train, engine.train.ensemble, fine-tuning)."""
+    """`--int8`, `--int8-layout` and `--no-cascade`, for every command that quantises (engine.train,
+    engine.train.ensemble, engine.train.requantize, fine-tuning)."""
     parser.add_argument("--int8", choices=("auto", "dynamic", "static"), default="auto",
                         help="int8 format: the one measured better on the dev split (auto, the default; the measurement "
                              "reads timings, which a loaded machine can tip), or this one")  # fmt: skip
