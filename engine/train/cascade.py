@@ -116,7 +116,8 @@ def compose(graphs: list[Path], first: int, cutoff: float, out: Path) -> Path:
 
     node = helper.make_node
     constants = [const("cutoff", np.float32(cutoff)), const("block", np.array([BLOCK], np.int64)),
-                 const("zero", np.float32(0)), const("share", np.float32(1 / len(parts)))]  # fmt: skip
+                 const("zero", np.float32(0)), const("share", np.float32(1 / len(parts))),
+                 const("axis1", np.array([1], np.int64)), const("flat", np.array([-1], np.int64))]  # fmt: skip
     initializers = [x for _, inits, _ in parts for x in inits] + constants
     nodes = [*first_nodes,
              node("Softmax", [l_first], ["cascade/p"], axis=-1),
@@ -125,21 +126,31 @@ def compose(graphs: list[Path], first: int, cutoff: float, out: Path) -> Path:
              node("Cast", ["cascade/rest"], ["cascade/rest_f"], to=TensorProto.FLOAT),
              node("ReduceMax", ["cascade/rest_f"], ["cascade/any_f"], keepdims=0),
              node("Greater", ["cascade/any_f", "cascade/zero"], ["cascade/any"])]  # fmt: skip
-    # the average as the ensemble graph takes it: the sum in member order, times 1/n (n = 2: the same as its mean)
-    then_nodes = [n for p in others for n in p[0]]
-    sums = {}
+    # the others read only the rows that need them (a batch with one such row runs them on that row, not all), and
+    # each of those rows gets the average as the ensemble graph takes it: the sum in member order, times 1/n (for
+    # n = 2 the same as its mean); the rows are put back in place of the first network's
+    then_nodes = [node("Squeeze", ["cascade/rest", "cascade/axis1"], ["cascade/rest_rows"]),
+                  node("NonZero", ["cascade/rest_rows"], ["cascade/nonzero"]),  # [1, k]
+                  node("Reshape", ["cascade/nonzero", "cascade/flat"], ["cascade/rows"]),  # [k]
+                  node("Unsqueeze", ["cascade/rows", "cascade/axis1"], ["cascade/row_index"]),  # [k, 1], for ScatterND
+                  node("Gather", ["input_ids", "cascade/rows"], ["cascade/ids"], axis=0)]  # fmt: skip
+    for nodes_i, _, _ in others:
+        for n in nodes_i:
+            n.input[:] = ["cascade/ids" if x == "input_ids" else x for x in n.input]
+            then_nodes.append(n)
+    outputs = {}
     for kind, k in (("labels", 0), ("features", 1)):
-        outs = [p[2][k] for p in parts]
+        then_nodes.append(node("Gather", [parts[first][2][k], "cascade/rows"], [f"cascade/{kind}_first_rows"], axis=0))
+        outs = [f"cascade/{kind}_first_rows" if i == first else p[2][k] for i, p in enumerate(parts)]
         acc = outs[0]
         for j, o in enumerate(outs[1:]):
             then_nodes.append(node("Add", [acc, o], [f"cascade/{kind}_sum{j}"]))
             acc = f"cascade/{kind}_sum{j}"
-        then_nodes.append(node("Mul", [acc, "cascade/share"], [f"cascade/{kind}_mean"]))
-        sums[kind] = f"cascade/{kind}_mean"
-    then_nodes += [node("Where", ["cascade/rest", sums["labels"], l_first], ["cascade/labels_then"]),
-                   node("Where", ["cascade/rest", sums["features"], f_first], ["cascade/features_then"])]  # fmt: skip
+        then_nodes += [node("Mul", [acc, "cascade/share"], [f"cascade/{kind}_mean"]),
+                       node("ScatterND", [parts[first][2][k], "cascade/row_index", f"cascade/{kind}_mean"], [f"cascade/{kind}_then"])]  # fmt: skip
+        outputs[kind] = f"cascade/{kind}_then"
     out_info = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, None)  # noqa: E731
-    then_graph = helper.make_graph(then_nodes, "all_networks", [], [out_info("cascade/labels_then"), out_info("cascade/features_then")])
+    then_graph = helper.make_graph(then_nodes, "all_networks", [], [out_info(outputs["labels"]), out_info(outputs["features"])])
     else_graph = helper.make_graph(
         [node("Identity", [l_first], ["cascade/labels_else"]), node("Identity", [f_first], ["cascade/features_else"])],
         "first_network", [], [out_info("cascade/labels_else"), out_info("cascade/features_else")],

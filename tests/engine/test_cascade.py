@@ -68,18 +68,24 @@ def test_with_every_row_under_the_cutoff_it_is_the_first_network_alone(graphs):
         assert not np.allclose(got[0], run(plain, ids)[0], atol=1e-4)  # not the average
 
 
-def test_each_row_gets_the_ensemble_only_where_its_first_score_passes_the_cutoff(graphs):
+def test_the_other_network_reads_only_the_rows_over_the_cutoff_and_each_gets_the_average(graphs):
     folder, _, plain, members = graphs
     ids = ids_batch()
     alone = run(cascade.compose(members, 1, 1.0, folder / "alone.onnx"), ids)
-    both = run(plain, ids)
     cutoff = float(np.median(alone[0][:, 0]))  # half the rows each way
     got = run(cascade.compose(members, 1, cutoff, folder / "mixed.onnx"), ids)
     over = alone[0][:, 0] > cutoff
     assert 0 < over.sum() < len(ids)
-    for i in range(len(ids)):
-        source = both if over[i] else alone
-        assert np.array_equal(got[0][i], source[0][i]) and np.array_equal(got[1][i], source[1][i])
+    # over the cutoff: network 1's logits of the batch and network 0's of those rows alone, averaged in member order
+    first_labels, first_feats = run(members[1], ids)
+    other_labels, other_feats = run(members[0], ids[over])
+    want_labels = torch.softmax(torch.from_numpy((other_labels + first_labels[over]) * np.float32(0.5)), -1).numpy()
+    want_feats = torch.sigmoid(torch.from_numpy((other_feats + first_feats[over]) * np.float32(0.5))).numpy()
+    assert np.allclose(got[0][over], want_labels, atol=1e-6) and np.allclose(got[1][over], want_feats, atol=1e-6)
+    assert np.array_equal(got[0][~over], alone[0][~over]) and np.array_equal(got[1][~over], alone[1][~over])
+    # one row alone over the cutoff: the plain graph's scores of that row, bit for bit
+    row = ids[over][:1]
+    assert all(np.array_equal(a, b) for a, b in zip(run(folder / "mixed.onnx", row), run(plain, row)))
 
 
 def test_the_cutoff_keeps_a_margin_under_every_block_and_the_first_network_stops_the_most_benign_rows():
