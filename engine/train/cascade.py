@@ -2,8 +2,10 @@
 
     ids → network F alone → its block probability p (softmax over F's label logits)
     every row of the batch with p <= cutoff: F's own outputs (softmax of its label logits, sigmoid of its features)
-    any row with p > cutoff: the other networks run too (ONNX `If`), and each such row gets the ensemble's outputs
-    (the networks' logits averaged), bit for bit those of the plain ensemble graph; the rows under the cutoff keep F's
+    any row with p > cutoff: the other networks run too (ONNX `If`) on those rows alone (gathered, then scattered
+    back), and each such row gets the ensemble's outputs (the networks' logits averaged); the rows under the
+    cutoff keep F's. A request scored alone, as the gateway scores one at low load, gets the plain ensemble graph's
+    scores bit for bit when it passes the cutoff
 
 Why: the default averages two networks, so every request paid two forward passes, though nearly every benign
 request is one that either network alone scores far below the block threshold (on the default's dev split, 97 %
@@ -20,9 +22,10 @@ A bundle that routes by the written policy (the default) never reads them; one w
 (`routing: model`) gets no cascade, and a gateway set to `model.routing: model` with a cascade bundle routes the
 requests under the cutoff by the first network's head alone.
 
-Which path a row takes depends on its own first score only (the `Where` picks per row; the `If` only saves the
-second pass when no row of the batch needs it). Dynamic int8 still quantises each activation with one scale per batch, as in every graph we serve
-(Model.run_settled). The first network's graph and the others' are each exported and quantised exactly as the
+Which path a row takes depends on its own first score only; the `If` saves the second pass when no row of the
+batch needs it, and the gather keeps a batch of sixteen with one such row from running it on all sixteen. Dynamic
+int8 quantises each activation with one scale per batch, as in every graph we serve (Model.run_settled): in a batch
+of several, the other networks' scales are those of the rows that need them. The first network's graph and the others' are each exported and quantised exactly as the
 ensemble graph's parts are (dynamic, per tensor, the same layout), so a cascade with its cutoff below every score
 is the plain ensemble graph's function, bit for bit (tests/engine/test_cascade.py).
 """
@@ -191,12 +194,12 @@ def attach(net, dev: Encoded, threshold: float, model: Path, layout: str, log: C
            plain: np.ndarray | None = None, routing: str = "policy") -> dict | None:  # fmt: skip
     """Replace `model` (the plain ensemble graph of `net`, dynamic int8) by its cascade when a first network and a
     cutoff qualify on `dev` (choose) and the cascade graph makes every dev decision the plain graph makes at
-    `threshold`. `plain`: the plain graph's block scores of `dev` by calibrate.score_onnx, where the caller has
+    `threshold` (where their batched scores disagree, each graph scores the request alone, as the gateway settles). `plain`: the plain graph's block scores of `dev` by calibrate.score_onnx, where the caller has
     them. `routing`: the bundle's (engine/bundle.py); a bundle whose routing head routes what it lets through keeps
     the plain graph, since under the cutoff that head would be the first network's alone. The record for
     bundle.json's `cascade`, or None (a single network, model routing, or nothing qualified: `model` unchanged)."""
     from engine.model import open_session
-    from engine.train.calibrate import measure_onnx, score_onnx
+    from engine.train.calibrate import alone_scorer, measure_onnx, score_onnx
 
     if not isinstance(net, Ensemble):
         return None
@@ -220,7 +223,13 @@ def attach(net, dev: Encoded, threshold: float, model: Path, layout: str, log: C
         built = compose(graphs, first, cutoff, Path(tmp) / "cascade.onnx")
         session = open_session(str(built), threads=1)
         scored = score_onnx(session, dev, window)
-        changed = int(((scored[:, BLOCK] >= threshold) != blocked).sum())
+        # a row whose batched decision differs is scored alone by both graphs, as the gateway settles a score near
+        # the threshold: in a batch the other networks' int8 scales are the needing rows', not the whole batch's
+        differ = np.flatnonzero((scored[:, BLOCK] >= threshold) != blocked)
+        if differ.size:
+            mine, theirs = alone_scorer(built, dev, window), alone_scorer(model, dev, window)
+            differ = [i for i in differ if (mine(i)[BLOCK] >= threshold) != (theirs(i)[BLOCK] >= threshold)]
+        changed = len(differ)
         if changed:
             log(f"  cascade: {changed} dev decisions differ from the networks together; the networks run together")
             return None
