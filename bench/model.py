@@ -9,7 +9,7 @@ cost per token, and the peak RSS of a fresh process that loads the bundle and ru
 Then batch throughput for short requests, and the served session against one with every ONNX Runtime
 graph rewrite (engine.model.DISABLED_OPTIMIZERS left in), timed in turns in this run. With `--requests`,
 also the forward pass over a sample of real requests (request-shaped JSONL, such as a held-out split):
-what a typical request costs. Prints a table, writes results JSON and a PNG chart of latency against length.
+what a typical request costs, benign requests and attacks apart, and in batches of 15 benign requests and an attack. Prints a table, writes results JSON and a PNG chart of latency against length.
 """
 
 from __future__ import annotations
@@ -183,6 +183,24 @@ def rewrites(model: Model, reps: int) -> list[dict]:
     return out
 
 
+def mixed_batches(model: Model, encs: list[Encoded], labels: list, reps: int = 7, most: int = 20) -> dict | None:
+    """Batches of 16 requests within 256 tokens, 15 benign and one attack, as the gateway's micro-batcher forms them
+    under load (engine/batcher.py, up to 16): the forward pass per batch, p50 over up to `most` batches each run
+    `reps` times. A cascade bundle (engine/train/cascade.py) runs its second network on the attack's row alone.
+    None when the sample holds too few of either."""
+    benign = [e for e, lab in zip(encs, labels) if e.length <= 256 and lab != "block"]
+    attacks = [e for e, lab in zip(encs, labels) if e.length <= 256 and lab == "block"]
+    n = min(len(benign) // 15, len(attacks), most)
+    if n == 0:
+        return None
+    times = []
+    for j in range(n):
+        batch = benign[15 * j : 15 * (j + 1)] + [attacks[j]]
+        times += timed(lambda: model.run(batch), reps)
+    p50 = statistics.median(times)
+    return {"batches": n, "batch_p50_ms": round(p50, 3), "per_request_ms": round(p50 / 16, 4)}
+
+
 def real_requests(model: Model, path: Path, sample: int) -> dict:
     """Forward pass (padded to the window, one at a time, one thread) and canonical text + tokenising +
     forward over `sample` requests spread evenly through a request-shaped JSONL file."""
@@ -193,7 +211,7 @@ def real_requests(model: Model, path: Path, sample: int) -> dict:
     step = max(1, len(lines) // sample)
     records = [json.loads(line) for line in lines[::step][:sample]]
     del lines
-    tokens, fwd, whole, fresh = [], [], [], []
+    tokens, fwd, whole, fresh, encs = [], [], [], [], []
     model.forget()
     for rec in records:  # in file order, what encoding remembers filling as it would in service
         f = features_of(rec)
@@ -202,6 +220,7 @@ def real_requests(model: Model, path: Path, sample: int) -> dict:
         t1 = time.perf_counter()
         model.run([enc])
         t2 = time.perf_counter()
+        encs.append(enc)
         tokens.append(enc.length)
         fwd.append((t2 - t1) * 1000)
         whole.append((t2 - t) * 1000)
@@ -222,6 +241,11 @@ def real_requests(model: Model, path: Path, sample: int) -> dict:
                or [0.0]), 3) for side in ("benign", "attack")},  # fmt: skip
            "with_encoding_p50_ms": round(statistics.median(whole), 3),
            "with_encoding_cold_p50_ms": round(statistics.median(fresh), 3)}  # fmt: skip
+    mixed = mixed_batches(model, encs, [r.get("label") for r in records])
+    if mixed:
+        res["mixed_batches"] = mixed
+        print(f"  {mixed['batches']} batches of 15 benign requests and an attack, within 256 tokens: forward p50 "
+              f"{mixed['batch_p50_ms']} ms a batch, {mixed['per_request_ms']} ms a request", file=sys.stderr)  # fmt: skip
     print(f"  {res['requests']} requests of {path.name}: {res['tokens_p50']} tokens median, forward p50 "
           f"{res['forward_p50_ms']} ms ({res['forward_p50_within_256_ms']} ms over those within 256 tokens: benign "
           f"{res['forward_p50_within_256_benign_ms']} ms, attacks {res['forward_p50_within_256_attack_ms']} ms), with canonical text and tokenising {res['with_encoding_p50_ms']} ms "
@@ -249,6 +273,10 @@ def table(res: dict) -> str:
                   "|---|---|---|---|---|---|",
                   f"| {q['requests']} of {q['file']} | {q['tokens_p50']} / {q['tokens_p90']} | {100 * q['share_within_256']:.1f} % | "
                   f"{q['forward_p50_ms']} / {q['forward_p90_ms']} | {q['forward_p50_within_256_ms']} / {q.get('forward_p50_within_256_benign_ms', '–')} / {q.get('forward_p50_within_256_attack_ms', '–')} | {q['with_encoding_p50_ms']} / {q['with_encoding_cold_p50_ms']} |"]  # fmt: skip
+        if "mixed_batches" in q:
+            mb = q["mixed_batches"]
+            lines += ["", "| batches of 15 benign requests + 1 attack, within 256 tokens | forward p50 ms a batch | ms a request |",
+                      "|---|---|---|", f"| {mb['batches']} | {mb['batch_p50_ms']} | {mb['per_request_ms']} |"]  # fmt: skip
     return "\n".join(lines)
 
 

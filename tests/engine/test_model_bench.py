@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from engine import bundle as bundles
+from engine.features import Features
 from engine.model import DISABLED_OPTIMIZERS, Model
 from tests.factories import bench_script
 
@@ -49,3 +50,14 @@ def test_the_machine_is_recorded_with_its_int8_instructions():
     assert head.startswith("model b on 2 cores (") and cpu["cpu"] in head
     old = bench.table({"bundle": "b", "cores": 2, "latency": [], "batch": [], "rewrites": []}).splitlines()[0]
     assert old == "model b on 2 cores"  # results written before the machine was recorded still print
+
+
+def test_mixed_batches_hold_fifteen_benign_requests_and_an_attack():
+    model = Model(bundles.load())
+    benign = [model.encode(Features.build("GET", f"/items/{i}", f"page={i}")) for i in range(32)]
+    attack = [model.encode(Features.build("GET", "/search", f"q=1' UNION SELECT password FROM users--{i}")) for i in range(3)]
+    encs, labels = benign + attack, ["allow"] * 32 + ["block"] * 3
+    res = bench.mixed_batches(model, encs, labels, reps=2)
+    assert res["batches"] == 2 and res["batch_p50_ms"] > 0  # 32 benign fill two batches of 15; 3 attacks, one each
+    assert abs(res["per_request_ms"] - res["batch_p50_ms"] / 16) < 1e-3
+    assert bench.mixed_batches(model, benign, ["allow"] * 32) is None  # no attack: no such batch
