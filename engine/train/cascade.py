@@ -194,8 +194,8 @@ def attach(net, dev: Encoded, threshold: float, model: Path, layout: str, log: C
            plain: np.ndarray | None = None, routing: str = "policy") -> dict | None:  # fmt: skip
     """Replace `model` (the plain ensemble graph of `net`, dynamic int8) by its cascade when a first network and a
     cutoff qualify on `dev` (choose) and the cascade graph makes every dev decision the plain graph makes at
-    `threshold` (where their batched scores disagree, each graph scores the request alone, as the gateway settles). `plain`: the plain graph's block scores of `dev` by calibrate.score_onnx, where the caller has
-    them. `routing`: the bundle's (engine/bundle.py); a bundle whose routing head routes what it lets through keeps
+    `threshold` (where their batched scores disagree, each graph scores the request alone, as the gateway settles).
+    `plain`: the plain graph's block scores of `dev` by calibrate.score_onnx, where the caller has them. `routing`: the bundle's (engine/bundle.py); a bundle whose routing head routes what it lets through keeps
     the plain graph, since under the cutoff that head would be the first network's alone. The record for
     bundle.json's `cascade`, or None (a single network, model routing, or nothing qualified: `model` unchanged)."""
     from engine.model import open_session
@@ -217,7 +217,7 @@ def attach(net, dev: Encoded, threshold: float, model: Path, layout: str, log: C
             alone = [p[:, BLOCK] for p in pool.map(lambda g: score_onnx(g, dev, window), alone_graphs)]
         picked = choose(alone, blocked, benign)
         if picked is None or picked[1] >= threshold:
-            log("  cascade: no network and cutoff change no dev decision; the networks run together")
+            log("  cascade: none, no network and cutoff leave every dev decision as it was; the networks run together")
             return None
         first, cutoff = picked
         built = compose(graphs, first, cutoff, Path(tmp) / "cascade.onnx")
