@@ -32,7 +32,7 @@ from tokenizers import Tokenizer
 from engine import bundle as bundles
 from engine.canonical import VERSION as CANONICAL_VERSION
 from engine.labels import FEATURES
-from engine.train import add_int8_argument, add_threshold_arguments, calibrate, cascade, weights
+from engine.train import add_canonical_cache_argument, add_int8_argument, add_threshold_arguments, calibrate, cascade, weights
 from engine.train.calibration import DEV_SHARE, CalibrationError, group_key, in_dev, load
 from engine.train.data import Encoded, canonical_parts, corpus_routing, encode_records, progress, read_jsonl
 from engine.train.loop import TrainConfig, predict_each, set_seed, train
@@ -91,7 +91,7 @@ def canonical_cached(source: Path, source_sha256: str, records: list[dict], args
     corpus alone needs. `sources`, where given, gets `name` -> "computed" or "read from a cache"."""
     sources = {} if sources is None else sources
     path = None  # --no-canonical-cache: no key to hash, nothing to read or keep
-    if getattr(args, "canonical_cache", True):  # engine.train.ensemble's and recalibrate's arguments have no such flag
+    if getattr(args, "canonical_cache", True):  # every command has the flag (add_canonical_cache_argument); scripts may not
         key = hashlib.blake2b(
             f"{source_sha256}:{CANONICAL_VERSION}:{reading_hash()}:{args.seed}:{args.dev_split}:{args.limit}:{name}:{len(records)}".encode(),
             digest_size=10,
@@ -322,11 +322,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                          "export, int8 and calibration run on the CPU either way, and a GPU run's weights are not bit "
                          "for bit a CPU run's")
     add_int8_argument(ap)
-    ap.add_argument("--no-canonical-cache", dest="canonical_cache", action="store_false",
-                    help="compute the requests' canonical texts and keep no copy: by default they are kept beside the "
-                         "corpus (hidden .canonical-*.pkl files) and a later run with the same corpus, seed and reading "
-                         "code reads them instead (the default corpus on 2 cores: 3 s against 77 computed); a run timed from the "
-                         "corpus alone wants this flag")
+    add_canonical_cache_argument(ap)
     ap.add_argument("--install", action="store_true", help="copy the bundle over engine/bundles/default")
     ap.add_argument("--finish", action="store_true", help="no training: evaluate the bundle at --out (and --install it)")
     args = ap.parse_args(argv)

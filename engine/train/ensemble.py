@@ -19,7 +19,7 @@ from pathlib import Path
 
 from engine import bundle as bundles
 from engine.errors import BundleError
-from engine.train import add_int8_argument, add_threshold_arguments
+from engine.train import add_canonical_cache_argument, add_int8_argument, add_threshold_arguments
 from engine.train.data import progress
 
 
@@ -33,6 +33,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     add_threshold_arguments(ap)
     ap.add_argument("--threads", type=int, default=2)
     add_int8_argument(ap)
+    add_canonical_cache_argument(ap)
     ap.add_argument("--install", action="store_true", help="copy the bundle over engine/bundles/default")
     return ap.parse_args(argv)
 

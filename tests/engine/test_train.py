@@ -520,3 +520,19 @@ def test_the_exported_convolution_is_the_trained_one():
     for a, b in zip(trained, exported):
         assert a.shape == b.shape
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "module, argv",
+    [("ensemble", ["--member", "a", "--member", "b", "--out", "o"]),
+     ("requantize", ["--bundle", "b", "--corpus", "c", "--out", "o"]),
+     ("recalibrate", ["--bundle", "b", "--corpus", "c", "--out", "o"])],
+)  # fmt: skip
+def test_every_command_that_reads_a_training_file_takes_no_canonical_cache(module, argv):
+    """engine.train's --no-canonical-cache on the commands that read the corpus's dev split again (canonical_cached
+    reads args.canonical_cache)."""
+    import importlib
+
+    parse = importlib.import_module(f"engine.train.{module}").parse_args
+    assert parse(argv).canonical_cache is True
+    assert parse([*argv, "--no-canonical-cache"]).canonical_cache is False
