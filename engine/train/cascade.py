@@ -176,7 +176,8 @@ def compose(graphs: list[Path], first: int, cutoff: float, out: Path) -> Path:
 def choose(alone: list[np.ndarray], blocked: np.ndarray, benign: np.ndarray, grid=GRID) -> tuple[int, float] | None:
     """The first network and the cutoff: for each network, the largest cutoff in `grid` such that no row the ensemble
     blocks (`blocked`) scores at most MARGIN times it alone (`alone[i]`: block probabilities); of the networks, the one
-    whose cutoff lets the most `benign` rows stop after it (the first on a tie). None when no cutoff qualifies."""
+    whose cutoff lets the most `benign` rows stop after it (the first on a tie). None when no cutoff qualifies or none
+    would let a benign row stop (the cascade would only add its check to every request)."""
     best = None
     for i, p in enumerate(alone):
         lowest_blocked = float(p[blocked].min()) if blocked.any() else np.inf
@@ -185,7 +186,7 @@ def choose(alone: list[np.ndarray], blocked: np.ndarray, benign: np.ndarray, gri
             continue
         cutoff = fits[-1]
         stop = int((p[benign] <= cutoff).sum())
-        if best is None or stop > best[0]:
+        if stop and (best is None or stop > best[0]):
             best = (stop, i, cutoff)
     return None if best is None else (best[1], best[2])
 
@@ -217,7 +218,8 @@ def attach(net, dev: Encoded, threshold: float, model: Path, layout: str, log: C
             alone = [p[:, BLOCK] for p in pool.map(lambda g: score_onnx(g, dev, window), alone_graphs)]
         picked = choose(alone, blocked, benign)
         if picked is None or picked[1] >= threshold:
-            log("  cascade: none, no network and cutoff leave every dev decision as it was; the networks run together")
+            log("  cascade: none, no network and cutoff both leave every dev decision as it was and let a benign request "
+                "stop after one network; the networks run together")
             return None
         first, cutoff = picked
         built = compose(graphs, first, cutoff, Path(tmp) / "cascade.onnx")
