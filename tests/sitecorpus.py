@@ -94,6 +94,24 @@ def site_request(i: int) -> tuple[str, str, dict[str, str], bytes]:
     return "POST", "/api/queries", {"Content-Type": "application/json", "User-Agent": UAS[0]}, body
 
 
+def journal_site_marked(journal: Path, bundle: Path, mark: str = "origin") -> None:
+    """Every site request journaled with `bundle`'s verdict on it (ids s0, s1, ...), then all marked `mark`: what an
+    operator's `feedback mark` leaves for `clef-gateway train --from-bundle` to learn."""
+    from engine import bundle as bundles
+    from engine.journal import Journal
+    from engine.journal_writer import Entry, JournalSettings, row
+    from engine.model import Model
+
+    model = Model(bundles.load(bundle))
+    with Journal(journal) as j:
+        for i in range(len(SITE_SQL)):
+            method, path, headers, body = site_request(i)
+            f = Features.build(method, path, "", list(headers.items()), body)
+            verdict = model.verdict(*(x[0] for x in model.run([model.encode(f)])))
+            j.insert([row(Entry(f"s{i}", float(i), f, verdict), JournalSettings(str(journal)))])
+        j.mark([f"s{i}" for i in range(len(SITE_SQL))], mark)
+
+
 def train_base(corpus: Path, out: Path, epochs: float = 20.0, seed: int = 1) -> Path:
     """A tiny "default" bundle made the way the training command makes one (tokenizer, ClefNet, int8 via
     calibrate.int8, weights.pt, manifest), with small batches on one thread so that it learns in seconds."""

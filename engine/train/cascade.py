@@ -33,16 +33,14 @@ is the plain ensemble graph's function, bit for bit (tests/engine/test_cascade.p
 from __future__ import annotations
 
 import tempfile
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import torch
 
 from engine.train.data import Encoded, progress
-from engine.train.net import ClefNet, Ensemble
+from engine.train.net import Ensemble
 from engine.verdict import LABELS
 
 BLOCK = LABELS.index("block")
@@ -52,41 +50,13 @@ GRID = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 MARGIN = 2.0  # a cutoff is kept only if MARGIN times it changes no dev decision either
 
 
-class _Logits(torch.nn.Module):
-    def __init__(self, net: ClefNet):
-        super().__init__()
-        self.net = net
-
-    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.net.logits(ids)
-
-
-def export_logits(net: ClefNet, path: Path, opset: int = 17) -> Path:
-    """One network's graph with its logits as outputs (label_logits, feature_logits)."""
-    net.eval()
-    dummy = torch.randint(4, 100, (2, 2 * net.window), dtype=torch.int64)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            _Logits(net),
-            (dummy,),
-            str(path),
-            input_names=["input_ids"],
-            output_names=["label_logits", "feature_logits"],
-            dynamic_axes={"input_ids": {0: "batch", 1: "length"}, "label_logits": {0: "batch"}, "feature_logits": {0: "batch"}},
-            opset_version=opset,
-            dynamo=False,
-        )
-    return path
-
-
 def member_graphs(net: Ensemble, folder: Path, layout: str) -> list[Path]:
     """Each network's logits graph in dynamic int8, quantised as calibrate.int8 quantises the ensemble's graph."""
-    from engine.train.export import quantize_dynamic
+    from engine.train.export import export_onnx, quantize_dynamic
 
     paths = []
     for i, member in enumerate(net.members):
-        fp32 = export_logits(member, folder / f"member{i}-fp32.onnx")
+        fp32 = export_onnx(member, folder / f"member{i}-fp32.onnx", logits=True)
         paths.append(quantize_dynamic(fp32, folder / f"member{i}.onnx", per_channel=False, layout=layout))
     return paths
 

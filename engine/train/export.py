@@ -29,18 +29,32 @@ import torch
 from engine.train.net import ClefNet
 
 
-def export_onnx(net: ClefNet, path: Path, opset: int = 17) -> Path:
+class _Logits(torch.nn.Module):
+    """A network whose outputs are its logits (label_logits, feature_logits): what a cascade joins."""
+
+    def __init__(self, net: ClefNet):
+        super().__init__()
+        self.net = net
+
+    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.net.logits(ids)
+
+
+def export_onnx(net: ClefNet, path: Path, opset: int = 17, logits: bool = False) -> Path:
+    """`net`'s graph, returning probabilities (label_probs, feature_probs), or with `logits` its logits
+    (label_logits, feature_logits: one network of a cascade, engine/train/cascade.py)."""
     net.eval()
+    outputs = ["label_logits", "feature_logits"] if logits else ["label_probs", "feature_probs"]
     dummy = torch.randint(4, 100, (2, 2 * net.window), dtype=torch.int64)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            net,
+            _Logits(net) if logits else net,
             (dummy,),
             str(path),
             input_names=["input_ids"],
-            output_names=["label_probs", "feature_probs"],
-            dynamic_axes={"input_ids": {0: "batch", 1: "length"}, "label_probs": {0: "batch"}, "feature_probs": {0: "batch"}},
+            output_names=outputs,
+            dynamic_axes={"input_ids": {0: "batch", 1: "length"}, **{name: {0: "batch"} for name in outputs}},
             opset_version=opset,
             dynamo=False,
         )

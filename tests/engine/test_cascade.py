@@ -166,11 +166,9 @@ def test_fine_tuning_an_ensemble_writes_the_cascade_of_its_own_graph(tmp_path, c
     its own graph (chosen again at the base's threshold), never the base's record copied."""
     import onnx
 
-    from engine.journal import Journal
-    from engine.journal_writer import Entry, JournalSettings, row
     from engine.train.export import export_onnx, quantize_dynamic
     from gateway import cli
-    from tests.sitecorpus import SITE_SQL, site_request, train_base, write_corpus
+    from tests.sitecorpus import journal_site_marked, train_base, write_corpus
 
     corpus = write_corpus(tmp_path / "corpus")
     a, b = (bundles.load(train_base(corpus, tmp_path / f"net{seed}", seed=seed)) for seed in (1, 2))
@@ -184,14 +182,7 @@ def test_fine_tuning_an_ensemble_writes_the_cascade_of_its_own_graph(tmp_path, c
     manifest = {k: v for k, v in a.manifest.items() if k != "sha256"}
     bundles.write_manifest(base, {**manifest, "architecture": net.config, "cascade": {"first": 7, "cutoff": 0.5}})
     journal = tmp_path / "journal.db"
-    model = Model(bundles.load(base))
-    with Journal(journal) as j:
-        for i in range(len(SITE_SQL)):
-            method, path, headers, body = site_request(i)
-            f = Features.build(method, path, "", list(headers.items()), body)
-            verdict = model.verdict(*(x[0] for x in model.run([model.encode(f)])))
-            j.insert([row(Entry(f"s{i}", float(i), f, verdict), JournalSettings(str(journal)))])
-        j.mark([f"s{i}" for i in range(len(SITE_SQL))], "origin")
+    journal_site_marked(journal, base)
     for name, more in (("site-v2", []), ("site-plain", ["--no-cascade"])):
         out = tmp_path / name
         argv = ["train", "--from-bundle", str(base), "--feedback", str(journal), "--out", str(out), "--corpus", str(corpus),

@@ -32,13 +32,10 @@ import yaml
 
 from engine import bundle as bundles
 from engine.errors import BundleError
-from engine.features import Features
 from engine.journal import Journal
-from engine.journal_writer import Entry, JournalSettings, row
-from engine.model import Model
 from gateway import cli
 from tests.gateway.serving import Serving, until
-from tests.sitecorpus import SITE_SQL, site_request, train_base, write_corpus
+from tests.sitecorpus import SITE_SQL, journal_site_marked, site_request, train_base, write_corpus
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.slow
@@ -134,14 +131,7 @@ async def test_journal_feedback_retrain_shadow_promote_rollback(trained, serve, 
 def test_a_bundle_the_gate_rejects_is_kept_apart_and_never_served(trained, tmp_path, capsys):
     corpus, base = trained
     journal = tmp_path / "journal.db"
-    model = Model(bundles.load(base))
-    with Journal(journal) as j:
-        for i in range(len(SITE_SQL)):
-            method, path, headers, body = site_request(i)
-            f = Features.build(method, path, "", list(headers.items()), body)
-            verdict = model.verdict(*(x[0] for x in model.run([model.encode(f)])))
-            j.insert([row(Entry(f"s{i}", float(i), f, verdict), JournalSettings(str(journal)))])
-        j.mark([f"s{i}" for i in range(len(SITE_SQL))], "origin")
+    journal_site_marked(journal, base)
     out = tmp_path / "site-v2"
     argv = ["train", "--from-bundle", str(base), "--feedback", str(journal), "--out", str(out), "--corpus", str(corpus),
             "--threads", "1", "--epochs", "0.05", "--int8", "dynamic"]  # fmt: skip  (a step or two: the site's blocks stay)
