@@ -12,11 +12,17 @@ them right, with the recipe's loss (`engine.train.loop.train`: hard labels, beni
 region's benign requests repeated `--benign-repeat` times, a fine-tuning learning rate, `--epochs` passes at most
 `--minutes`. F's weights are left as they were, byte for byte.
 
+`--fresh` asks it the other way: S drawn anew (its shape, `--seed`) and trained alone on the region as the recipe
+trains a network (its own labels, learning rate 2e-3, 200 warm-up steps, 3 epochs), since a network that has
+already fitted the region's requests has little left to learn from them.
+
+    python bench/stage2.py --corpus work/corpus-svg --out work/bundles/s2f --fresh                        # 20 min
+
 Writes OUT/weights.pt, tokenizer.json and bundle.json (with a `stage2` record: what was selected and how it was
 trained) and the base's model.onnx as a placeholder: `python -m engine.train.requantize` then makes the int8
 graph, sets the block threshold on the dev split, chooses the cascade again and evaluates the held-out files.
-Measured once (bench/RESULTS.md): it blocks more held-out attacks and more benign requests at its own threshold,
-and fewer attacks at every matched false-positive rate, so it is not part of the recipe.
+Measured once each (bench/RESULTS.md); the fine-tuned S blocks more held-out attacks and more benign requests at its
+own threshold, and fewer attacks at every matched false-positive rate, so it is not part of the recipe.
 """
 
 from __future__ import annotations
@@ -82,12 +88,18 @@ def main(argv=None) -> int:
     ap.add_argument("--first", type=int, default=0, help="the first network where the bundle records no cascade")
     ap.add_argument("--select", type=float, default=0.02, help="train on the requests the first network scores over this")
     ap.add_argument("--benign-repeat", type=int, default=3)
-    ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--epochs", type=float, default=1.0)
+    ap.add_argument("--lr", type=float, default=None, help="default 1e-3; with --fresh the recipe's 2e-3")
+    ap.add_argument("--epochs", type=float, default=None, help="default 1; with --fresh the recipe's 3")
     ap.add_argument("--minutes", type=float, default=20.0)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--fresh", action="store_true",
+                    help="draw the second network anew (seed --seed) and train it alone on the region, the recipe's way "
+                         "(its labels, not the average's); --lr, --epochs and warm-up then default to the recipe's")
+    ap.add_argument("--seed", type=int, default=1, help="with --fresh: the seed its initial weights are drawn from")
     ap.add_argument("--limit", type=int, default=None, help="only the first N training records (smoke runs)")
     args = ap.parse_args(argv)
+    args.lr = args.lr if args.lr is not None else (2e-3 if args.fresh else 1e-3)
+    args.epochs = args.epochs if args.epochs is not None else (3.0 if args.fresh else 1.0)
     out = Path(args.out)
     if out.exists():
         ap.error(f"{out} exists")
@@ -132,8 +144,17 @@ def main(argv=None) -> int:
         return 2
     sub = region(data, keep, args.benign_repeat, block)
     del data
-    cfg = TrainConfig(epochs=args.epochs, lr=args.lr, warmup_steps=50, seed=1, max_seconds=args.minutes * 60)
-    result = train(staged(F, S), sub, cfg, log=log)
+    if args.fresh:  # a network of S's shape, drawn anew: it has not fitted the region's requests already
+        from engine.train.loop import set_seed
+        from engine.train.net import ClefNet
+
+        set_seed(args.seed)
+        S = net.members[1 - first] = ClefNet(**S.config)
+        cfg = TrainConfig(epochs=args.epochs, lr=args.lr, seed=args.seed, max_seconds=args.minutes * 60)
+        result = train(S, sub, cfg, log=log)
+    else:
+        cfg = TrainConfig(epochs=args.epochs, lr=args.lr, warmup_steps=50, seed=1, max_seconds=args.minutes * 60)
+        result = train(staged(F, S), sub, cfg, log=log)
 
     out.mkdir(parents=True)
     weights.save(net, out)  # F as it was, S trained in place
@@ -141,7 +162,7 @@ def main(argv=None) -> int:
     shutil.copyfile(base.model_path, out / "model.onnx")  # a placeholder until requantize makes S's graph
     manifest = {k: v for k, v in base.manifest.items() if k not in ("sha256", "eval", "cascade", "quantization")}
     manifest["version"] = f"{base.version}+stage2"
-    manifest["stage2"] = {"from": base.id, "first": first, "trained": 1 - first, "select": args.select,
+    manifest["stage2"] = {"from": base.id, "first": first, "trained": 1 - first, "fresh": args.fresh, "select": args.select,
                           "benign_repeat": args.benign_repeat, "lr": args.lr, "selected": picked, **result}  # fmt: skip
     bundles.write_manifest(out, manifest)
     log(f"wrote {out}: {result['steps']:,} steps in {result['seconds']:.0f} s, {time.time() - t0:.0f} s in all; "

@@ -47,6 +47,16 @@ def test_only_the_second_network_moves_and_requantize_packages_it(tmp_path, caps
     with pytest.raises(SystemExit):
         bench.main([*argv, "--out", str(out)])
 
+    # --fresh: the second network drawn anew and trained alone on the region; the first again as it was
+    fresh = tmp_path / "fresh"
+    assert bench.main([*argv, "--out", str(fresh), "--select", "0.0", "--fresh", "--seed", "3"]) == 0
+    drawn = weights.load(bundles.load(fresh))
+    assert all(torch.equal(a, b) for a, b in zip(before.members[first].state_dict().values(),
+                                                 drawn.members[first].state_dict().values()))  # fmt: skip
+    assert not torch.equal(drawn.members[1 - first].state_dict()["embed.weight"],
+                           before.members[1 - first].state_dict()["embed.weight"])  # fmt: skip
+    assert bundles.load(fresh).manifest["stage2"]["fresh"] is True and bundles.load(fresh).manifest["stage2"]["lr"] == 2e-3
+
     packaged = tmp_path / "s2q"
     assert requantize_main(["--bundle", str(out), "--corpus", str(corpus), "--out", str(packaged), "--threads", "1",
                             "--int8", "dynamic"]) == 0  # fmt: skip
