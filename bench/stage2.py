@@ -90,7 +90,7 @@ def main(argv=None) -> int:
     ap.add_argument("--benign-repeat", type=int, default=3)
     ap.add_argument("--lr", type=float, default=None, help="default 1e-3; with --fresh the recipe's 2e-3")
     ap.add_argument("--epochs", type=float, default=None, help="default 1; with --fresh the recipe's 3")
-    ap.add_argument("--minutes", type=float, default=20.0)
+    ap.add_argument("--minutes", type=float, default=None, help="training time at most (default 20; with --fresh 60)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--fresh", action="store_true",
                     help="draw the second network anew (seed --seed) and train it alone on the region, the recipe's way "
@@ -100,6 +100,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     args.lr = args.lr if args.lr is not None else (2e-3 if args.fresh else 1e-3)
     args.epochs = args.epochs if args.epochs is not None else (3.0 if args.fresh else 1.0)
+    args.minutes = args.minutes if args.minutes is not None else (60.0 if args.fresh else 20.0)
     out = Path(args.out)
     if out.exists():
         ap.error(f"{out} exists")
@@ -163,7 +164,8 @@ def main(argv=None) -> int:
     manifest = {k: v for k, v in base.manifest.items() if k not in ("sha256", "eval", "cascade", "quantization")}
     manifest["version"] = f"{base.version}+stage2"
     manifest["stage2"] = {"from": base.id, "first": first, "trained": 1 - first, "fresh": args.fresh, "select": args.select,
-                          "benign_repeat": args.benign_repeat, "lr": args.lr, "selected": picked, **result}  # fmt: skip
+                          "benign_repeat": args.benign_repeat, "lr": args.lr, "selected": picked, **result,
+                          "model_onnx": "the base's graph, unchanged: requantize this folder before serving these weights"}  # fmt: skip
     bundles.write_manifest(out, manifest)
     log(f"wrote {out}: {result['steps']:,} steps in {result['seconds']:.0f} s, {time.time() - t0:.0f} s in all; "
         f"next: python -m engine.train.requantize --bundle {out} --corpus {args.corpus} --out DIR")  # fmt: skip
