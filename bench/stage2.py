@@ -1,4 +1,4 @@
-"""A cascade's second network trained further on the requests its first network hands to it (tried, not kept).
+"""A cascade's second network trained for the requests its first network hands to it (tried twice, not kept).
 
     python bench/stage2.py --corpus work/corpus-svg --out work/bundles/s2 --lr 1e-3 --epochs 1        # 12 min
     python -m engine.train.requantize --bundle work/bundles/s2 --corpus work/corpus-svg --out work/bundles/s2q --version V
@@ -21,8 +21,9 @@ already fitted the region's requests has little left to learn from them.
 Writes OUT/weights.pt, tokenizer.json and bundle.json (with a `stage2` record: what was selected and how it was
 trained) and the base's model.onnx as a placeholder: `python -m engine.train.requantize` then makes the int8
 graph, sets the block threshold on the dev split, chooses the cascade again and evaluates the held-out files.
-Measured once each (bench/RESULTS.md); the fine-tuned S blocks more held-out attacks and more benign requests at its
-own threshold, and fewer attacks at every matched false-positive rate, so it is not part of the recipe.
+Measured once each (bench/RESULTS.md): the fine-tuned S blocks more held-out attacks and more benign requests at its
+own threshold and fewer attacks at every matched false-positive rate; the fresh S, which saw few benign requests,
+loses 1-3 points at every matched rate. Neither is part of the recipe.
 """
 
 from __future__ import annotations
