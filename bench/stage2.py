@@ -16,7 +16,7 @@ region's benign requests repeated `--benign-repeat` times, a fine-tuning learnin
 trains a network (its own labels, learning rate 2e-3, 200 warm-up steps, 3 epochs), since a network that has
 already fitted the region's requests has little left to learn from them.
 
-    python bench/stage2.py --corpus work/corpus-svg --out work/bundles/s2f --fresh                        # 20 min
+    python bench/stage2.py --corpus work/corpus-svg --out work/bundles/s2f --fresh                        # 25 min
 
 Writes OUT/weights.pt, tokenizer.json and bundle.json (with a `stage2` record: what was selected and how it was
 trained) and the base's model.onnx as a placeholder: `python -m engine.train.requantize` then makes the int8
