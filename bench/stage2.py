@@ -1,6 +1,6 @@
 """A cascade's second network trained for the requests its first network hands to it (tried twice, not kept).
 
-    python bench/stage2.py --corpus work/corpus-svg --out work/bundles/s2 --lr 1e-3 --epochs 1        # 12 min
+    python bench/stage2.py --corpus work/corpus-svg --out work/bundles/s2 --lr 1e-3 --epochs 1        # 13 min
     python -m engine.train.requantize --bundle work/bundles/s2 --corpus work/corpus-svg --out work/bundles/s2q --version V
 
 The default serves its two networks as a cascade (engine/train/cascade.py): the first, F, alone for the requests

@@ -55,7 +55,8 @@ def test_only_the_second_network_moves_and_requantize_packages_it(tmp_path, caps
                                                  drawn.members[first].state_dict().values()))  # fmt: skip
     assert not torch.equal(drawn.members[1 - first].state_dict()["embed.weight"],
                            before.members[1 - first].state_dict()["embed.weight"])  # fmt: skip
-    assert bundles.load(fresh).manifest["stage2"]["fresh"] is True and bundles.load(fresh).manifest["stage2"]["lr"] == 2e-3
+    record = bundles.load(fresh).manifest["stage2"]
+    assert record["fresh"] is True and record["lr"] == 2e-3
 
     packaged = tmp_path / "s2q"
     assert requantize_main(["--bundle", str(out), "--corpus", str(corpus), "--out", str(packaged), "--threads", "1",
