@@ -1,5 +1,5 @@
 """`python -m engine.corpus --data ../shared/data --out work/corpus [--seed 1] [--scale 1.0] [--lookalikes] [--image-uploads]
-[--xml-values] [--site-layouts] [--mounts] [--legacy-folders] [--oauth-flows] [--bare-clients]`:
+[--xml-values] [--site-layouts] [--mounts] [--legacy-folders] [--oauth-flows] [--bare-clients] [--synth-payloads]`:
 build the training corpus (train.jsonl, test.jsonl, evasion.jsonl, summary.json) and print its summary table."""
 
 from __future__ import annotations
@@ -48,11 +48,15 @@ def main(argv: list[str] | None = None) -> int:
                     help="requests from programs that send next to nothing: no header but Host, or none at all, or a load "
                          "generator's short set (health checks, a root page asked for by hand, load tests), benign and "
                          "carrying payloads (engine.corpus.profiles.bare); in the default corpus only attacks come so bare")
+    ap.add_argument("--synth-payloads", action="store_true",
+                    help="NoSQL, LDAP, SSTI and SSRF payloads written from grammars (engine.corpus.synth), added to the "
+                         "training split only: the held-out files stay those of the build without it")
     args = ap.parse_args(argv)
     t0 = time.time()
     result = build(args.data, args.out, seed=args.seed, scale=args.scale, lookalikes=args.lookalikes, image_uploads=args.image_uploads,
                    xml_values=args.xml_values, site_layouts=args.site_layouts, mounts=args.mounts,
-                   legacy_folders=args.legacy_folders, oauth_flows=args.oauth_flows, bare_clients=args.bare_clients)
+                   legacy_folders=args.legacy_folders, oauth_flows=args.oauth_flows, bare_clients=args.bare_clients,
+                   synth_payloads=args.synth_payloads)
     print(table(result, time.time() - t0))
     return 0
 

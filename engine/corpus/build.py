@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from engine.corpus import attacks, benign, csic, evasion, plan, scanners, sources, split, summary
+from engine.corpus import attacks, benign, csic, evasion, plan, scanners, sources, split, summary, synth
 from engine.corpus.io import dumps
 from engine.corpus.pools import build_pools
 from engine.corpus.rand import Rng
@@ -89,6 +89,15 @@ def prepare(data: sources.Data) -> Prepared:
     return Prepared(by_split, logs, apache, log_test, pools, scanners.split_entries(data.keywords), notes)
 
 
+def add_synthetic(prep: Prepared, seed: int) -> None:
+    """The grammars' payloads join the training split's payload records (never the held-out ones)."""
+    taken = {r["payload"] for by_cls in prep.attacks.values() for recs in by_cls.values() for r in recs}
+    real = {cls: len(recs) for cls, recs in prep.attacks["train"].items()}
+    for cls, recs in synth.records(seed, taken, real).items():
+        prep.attacks["train"].setdefault(cls, []).extend(recs)
+        prep.notes.append(f"{len(recs)} synthetic {cls} payloads added to the training split (engine.corpus.synth)")
+
+
 def split_parts(prep: Prepared, name: str, rng: Rng, scale: float, lookalikes: bool = False) -> list[tuple[str, Iterable[dict]]]:
     """(what, records) parts of one split, generated lazily in this order."""
     pools = prep.pools[name]
@@ -110,7 +119,7 @@ def split_parts(prep: Prepared, name: str, rng: Rng, scale: float, lookalikes: b
 
 def build(data_dir: str, out_dir: str, seed: int = 1, scale: float = 1.0, log: Log = _stderr, lookalikes: bool = False,
           image_uploads: bool = False, xml_values: bool = False, site_layouts: bool = False, mounts: bool = False,
-          legacy_folders: bool = False, oauth_flows: bool = False, bare_clients: bool = False) -> dict:
+          legacy_folders: bool = False, oauth_flows: bool = False, bare_clients: bool = False, synth_payloads: bool = False) -> dict:
     """Write the corpus files. `lookalikes` adds the generated lookalikes (engine.corpus.lookalikes) to the
     benign side; `image_uploads` makes uploaded images SVG, GIF, ICO and metadata-bearing PNG and JPEG files
     (engine.corpus.images) instead of bare ones, on both sides; `xml_values` puts parameter payloads into XML
@@ -120,7 +129,9 @@ def build(data_dir: str, out_dir: str, seed: int = 1, scale: float = 1.0, log: L
     /site/, /include(s)/ and /components/ (scenes_site.cgi_app, mounted_legacy) to both sides; `oauth_flows` adds
     OAuth 2.0, OpenID Connect and SAML requests with every kind of registered redirect URI to both sides
     (engine.corpus.scenes_auth); `bare_clients` adds requests with no header but Host, or none, or a load generator's
-    short set, to both sides (scenes_web.bare, profiles.bare); off, the files are the documented corpus, byte for byte."""
+    short set, to both sides (scenes_web.bare, profiles.bare); `synth_payloads` adds NoSQL, LDAP, SSTI and SSRF
+    payloads written from grammars to the training split only (engine.corpus.synth); off, the files are the
+    documented corpus, byte for byte."""
     t0 = time.time()
     data = sources.load(data_dir)
     log(f"[corpus] {data.notes[-1]} ({time.time() - t0:.1f}s)")
@@ -133,6 +144,8 @@ def build(data_dir: str, out_dir: str, seed: int = 1, scale: float = 1.0, log: L
         pools.legacy_folders = legacy_folders
         pools.oauth_flows = oauth_flows
         pools.bare_clients = bare_clients
+    if synth_payloads:
+        add_synthetic(prep, seed)
     log(f"[corpus] groups and splits ready ({time.time() - t0:.1f}s)")
     os.makedirs(out_dir, exist_ok=True)
     root = Rng(seed, "corpus")
