@@ -70,11 +70,11 @@ def _json_op(rng: Rng, quoted: bool) -> str:
     elif op == "$where":
         v = '"' + rng.pick(["1 == 1", "sleep(5000)", "this.password.length > 0", "return true", "this.role == 'admin'"]) + '"'
     elif op == "$expr":
-        v = rng.pick(['{"$eq": [1, 1]}', '{"$gt": ["$balance", 0]}', "{$eq: [1, 1]}"])
+        v = rng.pick(['{"$eq": [1, 1]}', '{"$gt": ["$balance", 0]}'] + ([] if quoted else ["{$eq: [1, 1]}"]))
     elif op == "$not":
-        v = rng.pick(['{"$eq": ""}', '{"$regex": "^$"}', "{$size: 0}"])
+        v = rng.pick(['{"$eq": ""}', '{"$regex": "^$"}'] + ([] if quoted else ["{$size: 0}"]))
     else:
-        v = rng.pick(['""', "null", "1", "0", "true", "false", '"x"', "undefined", "-1", "{}"])
+        v = rng.pick(['""', "null", "1", "0", "true", "false", '"x"', "-1", "{}"] + ([] if quoted else ["undefined"]))
     return f"{{{k}: {v}}}" if rng.chance(0.5) else f"{{{k}:{v}}}"
 
 
@@ -136,7 +136,7 @@ def nosql_db_calls(rng: Rng) -> tuple[str, str]:
 
 
 def nosql_aggregation(rng: Rng) -> tuple[str, str]:
-    return rng.pick([
+    doc = rng.pick([
         '[{"$lookup": {"from": "users", "localField": "owner", "foreignField": "_id", "as": "u"}}]',
         '{"$function": {"body": "function() { return true }", "args": [], "lang": "js"}}',
         '{"$accumulator": {"init": "function() { return sleep(5000) }", "lang": "js"}}',
@@ -144,7 +144,8 @@ def nosql_aggregation(rng: Rng) -> tuple[str, str]:
         '{"$or": [{}, {"a": "a"}]}',
         "', $or: [ {}, { 'a':'a",
         '{"filter": {"$where": "sleep(5000) || true"}}',
-    ]), rng.pick(["param", "body"])  # fmt: skip
+    ])  # fmt: skip
+    return doc, ("body" if doc.startswith(("{", "[")) and rng.chance(0.5) else "param")
 
 
 # ---- LDAP filter injection ----------------------------------------------------------------------------------------
