@@ -116,10 +116,15 @@ def chart(res: dict, out: Path) -> Path | None:
     return save(plt, fig, out / "dev_errors.png")
 
 
+def _pct(v: float | None, digits: int) -> str:
+    """A rate as a percentage, or n/a where the file holds none of its requests (attacks alone: no FPR)."""
+    return "n/a" if v is None else f"{100 * v:.{digits}f} %"
+
+
 def report(res: dict, rows: int = 12) -> str:
     lines = [f"{res['bundle']} on {res.get('data') or 'its dev split'}: {res['attacks']:,} attacks in {res['attack_groups']} groups, "
              f"{res['benign']:,} benign in {res['benign_groups']} groups; threshold {res['threshold']:.4f}",
-             f"served: TPR {100 * res['served_tpr']:.2f} %, FPR {100 * res['served_fpr']:.3f} % "
+             f"served: TPR {_pct(res['served_tpr'], 2)}, FPR {_pct(res['served_fpr'], 3)} "
              f"({res['false_positives']} false positives: model {res['false_positives_by_model']}, rules {res['false_positives_by_rules']})",
              f"\n{res['misses']} served misses in {len(res['miss_groups'])} groups; the largest hold "
              + ", ".join(f"{k}: {100 * v:.0f} %" for k, v in res["miss_share_of_largest_groups"].items())]  # fmt: skip
@@ -129,6 +134,8 @@ def report(res: dict, rows: int = 12) -> str:
     for g in res["false_positive_groups"][:rows]:
         lines.append(f"  {g['n']:4d}  {g['gen'] or '-':32s} {g['example']}")
     hb = res["highest_benign"]
+    if hb.get("lowest_score") is None:  # a file of attacks alone
+        return "\n".join(lines)
     lines.append(f"\nthe {hb['top']} highest-scoring benign requests (down to {hb['lowest_score']:.4f}) by group")
     for g in hb["groups"][:rows]:
         lines.append(f"  {g['n']:4d}  {g['gen'] or '-':32s} {g['example']}")

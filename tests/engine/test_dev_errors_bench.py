@@ -38,6 +38,16 @@ def test_errors_are_counted_by_group_and_their_concentration_is_read_off_the_lar
     assert "75 %" in dev_errors.report({"bundle": "t", **res})
 
 
+def test_a_file_of_attacks_alone_reports_no_false_positive_rate():
+    s = {"score": np.array([0.1, 0.99], np.float32), "attack": np.array([True, True]), "ruled": np.array([False, False]),
+         "group": np.array(["a", "b"])}  # fmt: skip
+    dev = [{"method": "GET", "path": f"/{g}", "query": "", "attack_class": "nosqli", "gen": g} for g in "ab"]
+    res = dev_errors.analyse(s, dev, 0.95, top=3)
+    assert res["served_fpr"] is None and res["misses"] == 1
+    text = dev_errors.report({"bundle": "t", **res})
+    assert "TPR 50.00 %, FPR n/a" in text and "highest-scoring benign" not in text
+
+
 def test_a_run_on_the_default_model_writes_figures(tmp_path):
     rng = random.Random(5)
     corpus = tmp_path / "corpus"
