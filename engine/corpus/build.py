@@ -93,7 +93,8 @@ def add_synthetic(prep: Prepared, seed: int) -> None:
     """The grammars' payloads join the training split's payload records (never the held-out ones)."""
     taken = {r["payload"] for by_cls in prep.attacks.values() for recs in by_cls.values() for r in recs}
     real = {cls: len(recs) for cls, recs in prep.attacks["train"].items()}
-    for cls, recs in synth.records(seed, taken, real).items():
+    held_out = {r["group"] for recs in prep.attacks["test"].values() for r in recs}
+    for cls, recs in synth.records(seed, taken, real, held_out).items():
         prep.attacks["train"].setdefault(cls, []).extend(recs)
         prep.notes.append(f"{len(recs)} synthetic {cls} payloads added to the training split (engine.corpus.synth)")
 

@@ -9,8 +9,9 @@ interpreter, a URL that names a host inside the network), and its slots (field n
 address spellings) are drawn from the values the attacks themselves use, not from any evaluation suite.
 
 The records go to the training split only: the held-out test and evasion files stay byte for byte those of the
-corpus built without the flag. A drawn string equal to a payload of either split is dropped (no copy of a held-out
-payload enters training). The schedule (engine.corpus.plan.schedule) gives every payload record of a class as many
+corpus built without the flag. A drawn string equal to a payload of either split is dropped, and so is one whose
+template (split.payload_group) is a held-out group's: no copy or near-copy of a held-out payload enters training.
+The schedule (engine.corpus.plan.schedule) gives every payload record of a class as many
 requests, so a class's share of grammar-written payloads is bounded by count (SYNTH_PER_REAL, MIN_PER_CLASS): the
 data's own payloads keep 26 % of NoSQL's requests, 13 % of LDAP's, 42 % of SSTI's and 52 % of SSRF's.
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 from typing import Callable
 from urllib.parse import quote
 
+from engine.corpus import split
 from engine.corpus.rand import Rng
 
 VARIANTS = 48  # distinct strings drawn per family (fewer when a family's grammar is small)
@@ -340,14 +342,17 @@ FAMILIES: dict[str, dict[str, Family]] = {
 }  # fmt: skip
 
 
-def records(seed: int, taken: set[str], real: dict[str, int] | None = None) -> dict[str, list[dict]]:
+def records(seed: int, taken: set[str], real: dict[str, int] | None = None,
+            held_out: frozenset[str] | set[str] = frozenset()) -> dict[str, list[dict]]:
     """Class → payload records drawn from the grammars (same seed, same records), none of whose strings is in
-    `taken`. With `real` (class → the training split's own payload count) a class gets at most SYNTH_PER_REAL times
+    `taken` and none whose template (engine.corpus.split.payload_group: the string with numbers, case and encodings
+    gone) is one of the `held_out` groups: a near-copy of a held-out payload would leak it into training.
+    With `real` (class → the training split's own payload count) a class gets at most SYNTH_PER_REAL times
     its own count and at least MIN_PER_CLASS, taken from its families in turn: the schedule gives every record as
     many requests, so this bounds the grammars' share of the class and keeps the data's own payloads in it."""
     out: dict[str, list[dict]] = {}
     for cls, families in FAMILIES.items():
-        drawn = [_family(Rng(seed, "synth", cls, fam), make, taken) for fam, make in families.items()]
+        drawn = [_family(Rng(seed, "synth", cls, fam), cls, make, taken, held_out) for fam, make in families.items()]
         limit = sum(map(len, drawn)) if real is None else max(MIN_PER_CLASS, SYNTH_PER_REAL * real.get(cls, 0))
         recs = out.setdefault(cls, [])
         for depth in range(VARIANTS):
@@ -359,13 +364,15 @@ def records(seed: int, taken: set[str], real: dict[str, int] | None = None) -> d
     return out
 
 
-def _family(rng: Rng, make: Family, taken: set[str]) -> list[tuple[str, str]]:
+def _family(rng: Rng, cls: str, make: Family, taken: set[str], held_out: frozenset[str] | set[str]) -> list[tuple[str, str]]:
+    # a near-copy of a held-out payload is one whose template key is a held-out group's
     """Up to VARIANTS distinct (payload, context) pairs of one family, in the order drawn."""
     seen: dict[str, str] = {}
     for _ in range(VARIANTS * 6):
         if len(seen) >= VARIANTS:
             break
         payload, context = make(rng)
-        if payload not in seen and payload not in taken:
+        near = split.payload_group({"attack_class": cls, "payload": payload}) in held_out
+        if payload not in seen and payload not in taken and not near:
             seen[payload] = context
     return list(seen.items())

@@ -11,8 +11,8 @@ from urllib.parse import parse_qsl, unquote
 
 import pytest
 
-from engine.corpus import synth
-from engine.corpus.build import build
+from engine.corpus import sources, split, synth
+from engine.corpus.build import add_synthetic, build, prepare
 from engine.corpus.io import read_records
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data")
@@ -76,6 +76,25 @@ def test_a_string_the_data_holds_is_never_drawn(drawn):
     again = synth.records(1, taken)
     assert not taken & {r["payload"] for recs in again.values() for r in recs}
     assert all(len(again[c]) >= 0.6 * len(drawn[c]) for c in drawn)  # the grammar draws others in their place
+
+
+def test_a_near_copy_of_a_held_out_template_is_never_drawn(drawn):
+    probes = [r for r in drawn["ssti"] if r["payload"].startswith("${") and "*" in r["payload"][:8]]
+    assert len(probes) >= 3  # `${62*55}`-style arithmetic: one template, whatever the numbers
+    held = {split.payload_group({"attack_class": "ssti", "payload": "${7*7}"})}
+    again = synth.records(1, set(), held_out=held)["ssti"]
+    assert not any(split.payload_group({"attack_class": "ssti", "payload": r["payload"]}) in held for r in again)
+    assert len(again) >= len(drawn["ssti"]) - 6  # the grammar draws other forms in their place
+
+
+@pytest.mark.skipif(not os.path.isdir(DATA), reason="shared data not available")
+def test_no_grammar_payload_shares_a_template_with_a_held_out_payload():
+    prep = prepare(sources.load(DATA))
+    held = {r["group"] for recs in prep.attacks["test"].values() for r in recs}
+    add_synthetic(prep, 1)
+    made = [r for recs in prep.attacks["train"].values() for r in recs if r["source"] == "synth"]
+    assert len(made) > 700
+    assert not [r["payload"] for r in made if split.payload_group({"attack_class": r["attack_class"], "payload": r["payload"]}) in held]
 
 
 @pytest.mark.skipif(not os.path.isdir(DATA), reason="shared data not available")
