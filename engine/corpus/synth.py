@@ -354,7 +354,7 @@ def records(seed: int, taken: set[str], real: dict[str, int] | None = None,
     for cls, families in FAMILIES.items():
         drawn = [_family(Rng(seed, "synth", cls, fam), cls, make, taken, held_out) for fam, make in families.items()]
         limit = sum(map(len, drawn)) if real is None else max(MIN_PER_CLASS, SYNTH_PER_REAL * real.get(cls, 0))
-        recs = out.setdefault(cls, [])
+        recs = out[cls] = []
         for depth in range(VARIANTS):
             for fam, variants in zip(families, drawn):
                 if depth < len(variants) and len(recs) < limit:
@@ -365,14 +365,14 @@ def records(seed: int, taken: set[str], real: dict[str, int] | None = None,
 
 
 def _family(rng: Rng, cls: str, make: Family, taken: set[str], held_out: frozenset[str] | set[str]) -> list[tuple[str, str]]:
-    # a near-copy of a held-out payload is one whose template key is a held-out group's
-    """Up to VARIANTS distinct (payload, context) pairs of one family, in the order drawn."""
+    """Up to VARIANTS distinct (payload, context) pairs of one family, in the order drawn; none in `taken`, none a
+    near-copy of a held-out payload (its template key a `held_out` group)."""
     seen: dict[str, str] = {}
     for _ in range(VARIANTS * 6):
         if len(seen) >= VARIANTS:
             break
         payload, context = make(rng)
-        near = split.payload_group({"attack_class": cls, "payload": payload}) in held_out
-        if payload not in seen and payload not in taken and not near:
-            seen[payload] = context
+        if payload in seen or payload in taken or split.payload_group({"attack_class": cls, "payload": payload}) in held_out:
+            continue
+        seen[payload] = context
     return list(seen.items())
