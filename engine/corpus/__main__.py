@@ -48,9 +48,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="requests from programs that send next to nothing: no header but Host, or none at all, or a load "
                          "generator's short set (health checks, a root page asked for by hand, load tests), benign and "
                          "carrying payloads (engine.corpus.profiles.bare); in the default corpus only attacks come so bare")
-    ap.add_argument("--synth-payloads", action="store_true",
+    ap.add_argument("--synth-payloads", nargs="?", const="share", choices=("share", "extra"), default=False,
                     help="NoSQL, LDAP, SSTI and SSRF payloads written from grammars (engine.corpus.synth), added to the "
-                         "training split only: the held-out files stay those of the build without it")
+                         "training split only: the held-out files stay those of the build without it. `share` (the "
+                         "default): they take part of their class's requests; `extra`: they get as many on top, and "
+                         "the data's own payloads keep all of theirs")
     args = ap.parse_args(argv)
     t0 = time.time()
     result = build(args.data, args.out, seed=args.seed, scale=args.scale, lookalikes=args.lookalikes, image_uploads=args.image_uploads,

@@ -37,18 +37,29 @@ def split_attacks(recs: list[dict]) -> set[str]:
     return test
 
 
-def attack_records(rng: Rng, pools, name: str, by_cls: dict[str, list[dict]], scale: float, notes: list[str]) -> Iterable[dict]:
+def attack_records(rng: Rng, pools, name: str, by_cls: dict[str, list[dict]], scale: float, notes: list[str],
+                   extra: dict[str, tuple[list[dict], float]] | None = None) -> Iterable[dict]:
+    """Each class's target of requests over its payload records; then, for a class in `extra` (class → records and
+    a share), that share of the class's target again over those records, from streams of their own, so the
+    class's other requests are those of the build without them."""
     for cls, n in plan.targets(name, scale).items():
         recs = by_cls.get(cls, [])
         if not recs:
             notes.append(f"{name}: no {cls} payloads")
             continue
-        picked = plan.schedule(rng.child("schedule", cls), recs, n, plan.MAX_REPEAT if name == "train" else plan.MAX_REPEAT // 2)
-        crng = rng.child("embed", cls)
-        for rec in picked:
-            out = attacks.attack_record(crng.child(), pools, name, rec)
-            if out is not None:
-                yield out
+        yield from _embedded(rng, "", pools, name, recs, cls, n)
+        if extra and cls in extra:
+            more, share = extra[cls]
+            yield from _embedded(rng, "-extra", pools, name, more, cls, max(1, round(n * share)))
+
+
+def _embedded(rng: Rng, stream: str, pools, name: str, recs: list[dict], cls: str, n: int) -> Iterable[dict]:
+    picked = plan.schedule(rng.child("schedule" + stream, cls), recs, n, plan.MAX_REPEAT if name == "train" else plan.MAX_REPEAT // 2)
+    crng = rng.child("embed" + stream, cls)
+    for rec in picked:
+        out = attacks.attack_record(crng.child(), pools, name, rec)
+        if out is not None:
+            yield out
 
 
 @dataclass
@@ -62,6 +73,7 @@ class Prepared:
     pools: dict[str, Any]  # split → Pools
     probes: dict[str, dict]  # split → scanner keyword entries
     notes: list[str] = field(default_factory=list)
+    extra: dict[str, tuple[list[dict], float]] = field(default_factory=dict)  # training: class → records on top, share
 
 
 def prepare(data: sources.Data) -> Prepared:
@@ -89,14 +101,19 @@ def prepare(data: sources.Data) -> Prepared:
     return Prepared(by_split, logs, apache, log_test, pools, scanners.split_entries(data.keywords), notes)
 
 
-def add_synthetic(prep: Prepared, seed: int) -> None:
-    """The grammars' payloads join the training split's payload records (never the held-out ones)."""
+def add_synthetic(prep: Prepared, seed: int, mode: str = "share") -> None:
+    """The grammars' payloads join the training split (never the held-out one). `share`: among the class's payload
+    records, so they take requests from the data's own; `extra`: on top, with the requests they would have taken
+    (their share of the records), so the data's payloads keep every request of the build without them."""
     taken = {r["payload"] for by_cls in prep.attacks.values() for recs in by_cls.values() for r in recs}
     real = {cls: len(recs) for cls, recs in prep.attacks["train"].items()}
     held_out = {r["group"] for recs in prep.attacks["test"].values() for r in recs}
     for cls, recs in synth.records(seed, taken, real, held_out).items():
-        prep.attacks["train"].setdefault(cls, []).extend(recs)
-        prep.notes.append(f"{len(recs)} synthetic {cls} payloads added to the training split (engine.corpus.synth)")
+        if mode == "extra":
+            prep.extra[cls] = (recs, len(recs) / (len(recs) + real.get(cls, 0)))
+        else:
+            prep.attacks["train"].setdefault(cls, []).extend(recs)
+        prep.notes.append(f"{len(recs)} synthetic {cls} payloads added to the training split ({mode}, engine.corpus.synth)")
 
 
 def split_parts(prep: Prepared, name: str, rng: Rng, scale: float, lookalikes: bool = False) -> list[tuple[str, Iterable[dict]]]:
@@ -109,7 +126,8 @@ def split_parts(prep: Prepared, name: str, rng: Rng, scale: float, lookalikes: b
     apache = mine(prep.apache)
     probes = [r for r in apache if r["attack_class"]]
     return [
-        ("attack records", attack_records(rng.child("attacks"), pools, name, prep.attacks[name], scale, prep.notes)),
+        ("attack records", attack_records(rng.child("attacks"), pools, name, prep.attacks[name], scale, prep.notes,
+                                          prep.extra if name == "train" else None)),
         ("scanner probes from the keyword lists", scanners.generate(rng.child("scanners"), pools, name, prep.probes[name], scale)),
         ("CSIC 2010 records", csic.csic_records(rng.child("csic"), pools, name, mine(prep.logs))),
         ("access-log records", csic.apache_records(rng.child("apache"), pools, name, apache, 1)),
@@ -120,7 +138,7 @@ def split_parts(prep: Prepared, name: str, rng: Rng, scale: float, lookalikes: b
 
 def build(data_dir: str, out_dir: str, seed: int = 1, scale: float = 1.0, log: Log = _stderr, lookalikes: bool = False,
           image_uploads: bool = False, xml_values: bool = False, site_layouts: bool = False, mounts: bool = False,
-          legacy_folders: bool = False, oauth_flows: bool = False, bare_clients: bool = False, synth_payloads: bool = False) -> dict:
+          legacy_folders: bool = False, oauth_flows: bool = False, bare_clients: bool = False, synth_payloads: bool | str = False) -> dict:
     """Write the corpus files. `lookalikes` adds the generated lookalikes (engine.corpus.lookalikes) to the
     benign side; `image_uploads` makes uploaded images SVG, GIF, ICO and metadata-bearing PNG and JPEG files
     (engine.corpus.images) instead of bare ones, on both sides; `xml_values` puts parameter payloads into XML
@@ -130,9 +148,9 @@ def build(data_dir: str, out_dir: str, seed: int = 1, scale: float = 1.0, log: L
     /site/, /include(s)/ and /components/ (scenes_site.cgi_app, mounted_legacy) to both sides; `oauth_flows` adds
     OAuth 2.0, OpenID Connect and SAML requests with every kind of registered redirect URI to both sides
     (engine.corpus.scenes_auth); `bare_clients` adds requests with no header but Host, or none, or a load generator's
-    short set, to both sides (scenes_web.bare, profiles.bare); `synth_payloads` adds NoSQL, LDAP, SSTI and SSRF
-    payloads written from grammars to the training split only (engine.corpus.synth); off, the files are the
-    documented corpus, byte for byte."""
+    short set, to both sides (scenes_web.bare, profiles.bare); `synth_payloads` (True or "share", or "extra") adds
+    NoSQL, LDAP, SSTI and SSRF payloads written from grammars to the training split only (engine.corpus.synth;
+    add_synthetic says how the two modes place them); off, the files are the documented corpus, byte for byte."""
     t0 = time.time()
     data = sources.load(data_dir)
     log(f"[corpus] {data.notes[-1]} ({time.time() - t0:.1f}s)")
@@ -146,7 +164,7 @@ def build(data_dir: str, out_dir: str, seed: int = 1, scale: float = 1.0, log: L
         pools.oauth_flows = oauth_flows
         pools.bare_clients = bare_clients
     if synth_payloads:
-        add_synthetic(prep, seed)
+        add_synthetic(prep, seed, "share" if synth_payloads is True else synth_payloads)
     log(f"[corpus] groups and splits ready ({time.time() - t0:.1f}s)")
     os.makedirs(out_dir, exist_ok=True)
     root = Rng(seed, "corpus")
