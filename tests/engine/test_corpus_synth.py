@@ -11,7 +11,7 @@ from urllib.parse import parse_qsl, unquote
 
 import pytest
 
-from engine.corpus import sources, split, synth
+from engine.corpus import plan, sources, split, synth
 from engine.corpus.build import add_synthetic, build, prepare
 from engine.corpus.io import read_records
 
@@ -112,3 +112,29 @@ def test_the_flag_changes_the_training_split_only(tmp_path):
     assert not any(r["source"] == "synth" for r in read_records(str(flagged / "test.jsonl")))
     assert not any(r["source"] == "synth" for r in read_records(str(plain / "train.jsonl")))
     assert any("synthetic nosqli payloads" in n for n in result["notes"])
+
+
+@pytest.mark.skipif(not os.path.isdir(DATA), reason="shared data not available")
+def test_extra_keeps_every_request_of_the_build_without_it(tmp_path):
+    plain, extra = tmp_path / "plain", tmp_path / "extra"
+    build(DATA, str(plain), seed=1, scale=0.02, log=lambda msg: None)
+    build(DATA, str(extra), seed=1, scale=0.02, log=lambda msg: None, synth_payloads="extra")
+    for name in ("test.jsonl", "evasion.jsonl"):
+        assert (plain / name).read_bytes() == (extra / name).read_bytes(), name
+    before = (plain / "train.jsonl").read_text(encoding="utf-8").splitlines()
+    after = (extra / "train.jsonl").read_text(encoding="utf-8").splitlines()
+    assert not Counter(before) - Counter(after)  # every line of the plain build, unchanged
+    added = [json.loads(line) for line in (Counter(after) - Counter(before)).elements()]
+    assert added and all(r["source"] == "synth" and r["label"] == "block" for r in added)
+    # on top: a class's target again, times the grammar records' share of the class's records
+    prep = prepare(sources.load(DATA))
+    add_synthetic(prep, 1, "extra")
+    assert not any(r["source"] == "synth" for recs in prep.attacks["train"].values() for r in recs)
+    got = Counter(r["attack_class"] for r in added)
+    for cls, n in plan.targets("train", 0.02).items():
+        if cls in synth.FAMILIES:
+            recs, share = prep.extra[cls]
+            assert share == len(recs) / (len(recs) + len(prep.attacks["train"][cls]))
+            assert 0.9 * round(n * share) <= got[cls] <= round(n * share), (cls, got[cls], n, share)
+        else:
+            assert got[cls] == 0
