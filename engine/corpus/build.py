@@ -105,6 +105,8 @@ def add_synthetic(prep: Prepared, seed: int, mode: str = "share") -> None:
     """The grammars' payloads join the training split (never the held-out one). `share`: among the class's payload
     records, so they take requests from the data's own; `extra`: on top, with the requests they would have taken
     (their share of the records), so the data's payloads keep every request of the build without them."""
+    if mode not in ("share", "extra"):
+        raise ValueError(f"synth_payloads: 'share' or 'extra', got {mode!r}")
     taken = {r["payload"] for by_cls in prep.attacks.values() for recs in by_cls.values() for r in recs}
     real = {cls: len(recs) for cls, recs in prep.attacks["train"].items()}
     held_out = {r["group"] for recs in prep.attacks["test"].values() for r in recs}

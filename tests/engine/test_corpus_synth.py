@@ -128,6 +128,8 @@ def test_extra_keeps_every_request_of_the_build_without_it(tmp_path):
     assert added and all(r["source"] == "synth" and r["label"] == "block" for r in added)
     # on top: a class's target again, times the grammar records' share of the class's records
     prep = prepare(sources.load(DATA))
+    with pytest.raises(ValueError, match="synth_payloads"):
+        add_synthetic(prep, 1, "most")
     add_synthetic(prep, 1, "extra")
     assert not any(r["source"] == "synth" for recs in prep.attacks["train"].values() for r in recs)
     got = Counter(r["attack_class"] for r in added)
