@@ -1,6 +1,6 @@
 """How far a bundle's block threshold could have landed: training's calibration, bootstrapped.
 
-    python bench/threshold_noise.py --bundle DEFAULT --corpus work/corpus [--rounds 1000] [--out bench/results/threshold-noise]
+    python bench/threshold_noise.py --bundle DEFAULT --corpus work/corpus [--rounds 1000] [--group-cap 1,3] [--out bench/results/threshold-noise]
 
 Training sets the block threshold on its dev split (engine.train.calibrate.block_threshold): the lowest threshold at
 which the model adds at most 0.1 % of the dev benign requests to those the rules block anyway. With a few thousand
@@ -13,7 +13,10 @@ what each one would block served (the rules beside the model) and the threshold 
 With `--calibration FILE` (engine.train.calibration: benign requests from other builds, held out of the bundle's
 run as its dev split is), they join the dev benign requests, as `python -m engine.train --calibration` reads them:
 the spread then shows what a calibration set ten times larger pins, resampled by request, and what it cannot,
-resampled by group (its requests render the dev split's own groups again).
+resampled by group (its requests render the dev split's own groups again). With `--group-cap K`, the threshold set
+with each group's benign requests counted at most K times against the budget, and what it would block on the test
+split: whether one family of near-copies at the top of the dev scores (the oauthlib token requests that set 0.11.4's
+and 0.22.1's) decides the threshold.
 
 Writes threshold_noise.json and threshold_noise.png under --out. The test figures explain a calibration; they must
 never set one (the test split is held out for measuring).
@@ -64,6 +67,28 @@ def threshold(s: dict[str, np.ndarray], idx: np.ndarray, target_fpr: float) -> f
     probs[:, BLOCK] = s["score"][idx]
     labels = np.where(s["attack"][idx], BLOCK, (BLOCK + 1) % len(LABELS))  # any label but block: benign
     return block_threshold(probs, labels, target_fpr, s["ruled"][idx])
+
+
+def capped_threshold(s: dict[str, np.ndarray], target_fpr: float, cap: int) -> float:
+    """Training's rule, except that a group's benign requests count at most `cap` times against the budget, so a
+    family of near-copies (one template rendered many times) cannot set the threshold by itself. The family's other
+    requests above it are blocked all the same: the share blocked may exceed the target. A diagnostic, not a rule
+    training uses."""
+    benign = ~s["attack"]
+    allowed = int(np.floor(target_fpr * benign.sum()))
+    free = np.where(benign & ~s["ruled"])[0]
+    counted: dict[str, int] = {}
+    used, t = 0, 0.5
+    for i in free[np.argsort(-s["score"][free], kind="stable")]:
+        seen = counted.get(s["group"][i], 0)
+        counted[s["group"][i]] = seen + 1
+        if seen >= cap:
+            continue
+        if used == allowed:
+            t = float(np.nextafter(s["score"][i], np.float32(1.0)))
+            break
+        used += 1
+    return float(min(CEILING, max(0.5, t)))
 
 
 def served(s: dict[str, np.ndarray], t: float) -> dict[str, float]:
@@ -129,6 +154,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="bench/results/threshold-noise")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--calibration", default=None, metavar="FILE", help="more held-out benign requests beside the dev split's")
+    ap.add_argument("--group-cap", default="", metavar="K[,K...]",
+                    help="also set the threshold with each dev group's benign requests counted at most K times (a diagnostic)")
     args = ap.parse_args(argv)
     from engine.train.__main__ import bundle_split, file_sha256
 
@@ -162,9 +189,13 @@ def main(argv=None) -> int:
         "dev_benign_the_model_may_block": int(np.floor(target * (~dev["attack"]).sum())),
         "rounds": args.rounds,
     }
+    caps = [int(k) for k in args.group_cap.split(",") if k.strip()]
+    result["group_capped"] = [{"cap": k, "dev_threshold": capped_threshold(dev, target, k)} for k in caps]
     if test is not None:
         result["test_at_dev_threshold"] = served(test, result["dev_threshold"])
         result["test_threshold"] = threshold(test, np.arange(len(test["score"])), target)
+        for row in result["group_capped"]:
+            row["test_served"] = served(test, row["dev_threshold"])
     log(f"[3/3] {args.rounds} bootstrap rounds, by request and by group ({time.time() - t0:.0f}s)")
     draws = {by: bootstrap(dev, args.rounds, target, by) for by in ("request", "group")}
     for by, d in draws.items():
@@ -185,6 +216,10 @@ def main(argv=None) -> int:
         at = result["test_at_dev_threshold"]
         print(f"  test split, served at it: TPR {100 * at['tpr']:.2f} %  FPR {100 * at['fpr']:.3f} %; "
               f"the test split's own threshold by the same rule: {result['test_threshold']:.4f}")  # fmt: skip
+    for row in result["group_capped"]:
+        at = row.get("test_served")
+        print(f"  each group capped at {row['cap']} benign requests: dev threshold {row['dev_threshold']:.4f}"
+              + (f"; test split, served at it: TPR {100 * at['tpr']:.2f} %  FPR {100 * at['fpr']:.3f} %" if at else ""))
     for by in draws:
         row = result[f"by_{by}"]
         line = "  ".join(f"p{p} {t:.4f}" for p, t in zip(PERCENTILES, row["thresholds"]))
