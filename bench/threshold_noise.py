@@ -39,7 +39,7 @@ from bench.plotting import pyplot, save  # noqa: E402
 from engine import bundle as bundles  # noqa: E402
 from engine.eval import features_of, predict, read_records, truth  # noqa: E402
 from engine.model import Model  # noqa: E402
-from engine.train.calibrate import BLOCK, CEILING, block_threshold, rules_blocks  # noqa: E402
+from engine.train.calibrate import BLOCK, CEILING, block_threshold, rules_blocks, threshold_allowing  # noqa: E402
 from engine.verdict import LABELS  # noqa: E402
 
 PERCENTILES = (5, 25, 50, 75, 95)
@@ -75,19 +75,14 @@ def capped_threshold(s: dict[str, np.ndarray], target_fpr: float, cap: int) -> f
     requests above it are blocked all the same: the share blocked may exceed the target. A diagnostic, not a rule
     training uses."""
     benign = ~s["attack"]
-    allowed = int(np.floor(target_fpr * benign.sum()))
     free = np.where(benign & ~s["ruled"])[0]
     counted: dict[str, int] = {}
-    used, t = 0, 0.5
+    kept = []
     for i in free[np.argsort(-s["score"][free], kind="stable")]:
-        seen = counted.get(s["group"][i], 0)
-        counted[s["group"][i]] = seen + 1
-        if seen >= cap:
-            continue
-        if used == allowed:
-            t = float(np.nextafter(s["score"][i], np.float32(1.0)))
-            break
-        used += 1
+        counted[s["group"][i]] = counted.get(s["group"][i], 0) + 1
+        if counted[s["group"][i]] <= cap:
+            kept.append(i)
+    t = threshold_allowing(s["score"][np.array(kept, dtype=int)], int(np.floor(target_fpr * benign.sum())))
     return float(min(CEILING, max(0.5, t)))
 
 
