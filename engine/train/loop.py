@@ -44,6 +44,28 @@ class TrainConfig:
     max_seconds: float | None = None  # stop after this long, whatever the epochs say (None: never)
     tail_weight: float = 0.0  # the pairwise term on the batch's highest-scoring benign requests (0: off, the recipe)
     tail_share: float = 0.1  # the share of a batch's benign requests it pairs the attacks with
+    precision: str = "fp32"  # "bf16": the matrix products in bfloat16 (autocast; see PRECISIONS), the rest in float32
+
+
+PRECISIONS = ("fp32", "bf16")
+
+
+def bf16_is_fast(device: str = "cpu") -> bool:
+    """Whether bfloat16 matrix products run faster than float32 ones here: on a CPU with bf16 dot products
+    (AVX512-BF16 or AMX), about 3.5 times at the shapes a step makes (bench/RESULTS.md); on one without them PyTorch
+    emulates bf16 products some ten times slower than float32's; on a GPU, whether it supports bf16."""
+    if device.startswith("cuda"):
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+
+
+def resolve_precision(precision: str, device: str = "cpu") -> str:
+    """`auto` → bf16 where bf16_is_fast, fp32 elsewhere; `fp32` and `bf16` as they are."""
+    if precision == "auto":
+        return "bf16" if bf16_is_fast(device) else "fp32"
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be auto, {' or '.join(PRECISIONS)}, not {precision!r}")
+    return precision
 
 
 def block_log_odds(label_logits: torch.Tensor, block: int) -> torch.Tensor:
@@ -129,10 +151,13 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig, log=progress, averages:
     label_weight = torch.ones(len(LABELS))
     label_weight[[i for i in range(len(LABELS)) if i != block]] = cfg.benign_weight
     label_weight = label_weight.to(device)
+    if cfg.precision not in PRECISIONS:
+        raise ValueError(f"precision must be {' or '.join(PRECISIONS)}, not {cfg.precision!r}")
+    bf16 = cfg.precision == "bf16"
     net.train()
     step, seen, t0, last = 0, 0, time.time(), 0.0
     running = {"loss": 0.0, "acc": 0.0, "n": 0}
-    log(f"training: {len(data.ids):,} sequences, {per_epoch:,} batches per epoch, {total:,} steps")
+    log(f"training: {len(data.ids):,} sequences, {per_epoch:,} batches per epoch, {total:,} steps, {cfg.precision} matrix products")
     while step < total:
         for idx in batches(lengths, cfg.tokens_per_batch, net.window, rng):
             if step >= total or (cfg.max_seconds is not None and time.time() - t0 >= cfg.max_seconds):
@@ -144,7 +169,9 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig, log=progress, averages:
             yf = torch.from_numpy(data.features[idx]).to(device)
             for g in opt.param_groups:
                 g["lr"] = lr_at(step)
-            label_logits, feature_logits = net.logits(ids)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                label_logits, feature_logits = net.logits(ids)
+            label_logits, feature_logits = label_logits.float(), feature_logits.float()  # the loss in float32
             loss = F.cross_entropy(label_logits, target, weight=label_weight)
             loss = loss + cfg.feature_weight * F.binary_cross_entropy_with_logits(feature_logits, yf)
             if cfg.tail_weight > 0:
@@ -171,7 +198,8 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig, log=progress, averages:
                 running = {"loss": 0.0, "acc": 0.0, "n": 0}
                 last = now
     net.eval()
-    return {"steps": step, "sequences": seen, "seconds": round(time.time() - t0, 1), "epochs": cfg.epochs}
+    run = {"steps": step, "sequences": seen, "seconds": round(time.time() - t0, 1), "epochs": cfg.epochs}
+    return {**run, "precision": cfg.precision} if bf16 else run  # fp32 runs record what they always recorded
 
 
 @torch.no_grad()

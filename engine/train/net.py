@@ -44,6 +44,42 @@ class FeedForward(nn.Module):
         return x + self.down(self.act(self.up(self.norm(x))))
 
 
+def bf16_training() -> bool:
+    """Whether this training step runs its matrix products in bfloat16 (engine.train.loop's `bf16` precision: autocast
+    on the CPU or GPU). The convolution and the attention then take their float32 paths below, written for it."""
+    return torch.is_autocast_enabled("cpu") or (torch.cuda.is_available() and torch.is_autocast_enabled("cuda"))
+
+
+class DepthwiseConv(torch.autograd.Function):
+    """x [b, L, d] → [b, L, d]: Conv1d's depthwise convolution along L ('same' padding, weight [d, 1, k], bias [d]) in
+    float32, run as the export runs it (a 1 x k conv2d over [b, d, 1, L] in x's own channels-last order, no copies)
+    with a backward of its own: the input gradient is the same convolution with the kernel flipped, the weight
+    gradient k sums of products of the gradient and x shifted. oneDNN's own backward of the depthwise conv2d took
+    10 ms of a 160 ms step at 96 x 256 tokens, this one about a third of that (bench/RESULTS.md, "bfloat16 matrix
+    products"). For bf16 training steps only: it sums in another order than Conv1d, so the fp32 recipe keeps Conv1d."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x, weight)
+        return _depthwise(x, weight, bias)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        x, weight = ctx.saved_tensors
+        k, length = weight.shape[-1], x.shape[1]
+        grad = grad.contiguous()
+        grad_x = _depthwise(grad, weight.flip(-1), None)
+        padded = F.pad(x, (0, 0, k // 2, k // 2))
+        grad_w = torch.stack([(grad * padded[:, j : j + length]).sum((0, 1)) for j in range(k)], dim=1).unsqueeze(1)
+        return grad_x, grad_w, grad.sum((0, 1))
+
+
+def _depthwise(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """x [b, L, d] convolved along L with weight [d, 1, k] per channel ('same' padding): the export's 1 x k conv2d."""
+    h = F.conv2d(x.unsqueeze(1).permute(0, 3, 1, 2), weight.unsqueeze(2), bias, padding=(0, weight.shape[-1] // 2), groups=weight.shape[0])
+    return h.permute(0, 2, 3, 1).squeeze(1)
+
+
 class ConvBlock(nn.Module):
     """Depthwise convolution over the embeddings (padding rows are zero, so no mask is needed), then a
     pointwise mix."""
@@ -55,15 +91,16 @@ class ConvBlock(nn.Module):
         self.act = ACTIVATIONS[act]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.training:  # Conv1d over a transposed copy: the summation order the recipe's weights were made with
+        if self.training and bf16_training():  # float32, outside autocast: a bf16 conv's backward is slower still
+            with torch.autocast(x.device.type, enabled=False):
+                h = DepthwiseConv.apply(x.float(), self.conv.weight, self.conv.bias)
+        elif self.training:  # Conv1d over a transposed copy: the summation order the recipe's weights were made with
             # (run as the export's channels-last conv2d it trains a tenth faster on a 2-core EPYC, but sums in
             # another order, and that run, 0.11.10, landed over 0.5 point from the default: bench/RESULTS.md)
             h = self.conv(x.transpose(1, 2)).transpose(1, 2)
         else:  # the export: the same convolution as a 1 x k two-dimensional one, [b, d, 1, L], which ONNX Runtime
             # runs with its depthwise kernel: 11 against 23 µs at d = 64 and 256 tokens, 5 % of the forward pass
-            c = self.conv
-            h = F.conv2d(x.unsqueeze(1).permute(0, 3, 1, 2), c.weight.unsqueeze(2), c.bias, padding=(0, c.padding[0]), groups=c.groups)
-            h = h.permute(0, 2, 3, 1).squeeze(1)
+            h = _depthwise(x, self.conv.weight, self.conv.bias)
         return x + self.mix(self.act(h))
 
 
@@ -80,6 +117,13 @@ class WindowAttention(nn.Module):
         the layer's own sizes, so the exported graph computes no shapes at run time."""
         w, h, d = self.window, self.heads, self.d
         qkv = self.qkv(self.norm(x))
+        if self.training and bf16_training():  # the projections in bf16, the attention itself in float32: PyTorch's
+            # CPU flash-attention backward in bf16 took three times its float32 time (97 against 30 ms a step); a
+            # boolean mask (the same attention where a window holds a token) is what its float32 kernel runs fastest
+            q, k, v = (t.float().reshape(-1, w, h, d // h).transpose(1, 2) for t in qkv.split(d, dim=-1))
+            with torch.autocast(x.device.type, enabled=False):
+                y = F.scaled_dot_product_attention(q, k, v, attn_mask=key_bias == 0).transpose(1, 2)
+            return x + self.out(y.reshape(-1, w, d))
         if self.training:  # the fused kernel trains faster; the export keeps plain, quantisable MatMuls
             # q, k and v as views of the projection: their gradients are joined back by one concatenation, where
             # indexing a stacked tensor made autograd zero a buffer of all three and copy each in (the same

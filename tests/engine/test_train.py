@@ -522,6 +522,73 @@ def test_the_exported_convolution_is_the_trained_one():
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
 
 
+def test_the_bf16_steps_convolution_is_conv1d_s_in_value_and_every_gradient():
+    """bf16 training steps run the depthwise convolution in float32 with a backward of their own (DepthwiseConv);
+    in float64 it must be nn.Conv1d's convolution, and its gradients the true ones (torch.autograd.gradcheck)."""
+    from engine.train.net import DepthwiseConv
+
+    torch.manual_seed(5)
+    conv = torch.nn.Conv1d(6, 6, 5, padding=2, groups=6).double()
+    x = torch.randn(3, 17, 6, dtype=torch.float64)
+    x[1, 12:] = 0  # padding rows, as the embedding gives them
+    weight, bias = conv.weight.detach().clone().requires_grad_(), conv.bias.detach().clone().requires_grad_()
+    mine = DepthwiseConv.apply(x.clone().requires_grad_(), weight, bias)
+    theirs = conv(x.transpose(1, 2)).transpose(1, 2)
+    torch.testing.assert_close(mine, theirs, rtol=1e-12, atol=1e-12)
+    assert torch.autograd.gradcheck(DepthwiseConv.apply, (x.clone().requires_grad_(), weight, bias))
+
+
+def test_a_bf16_step_computes_the_fp32_step_s_function_to_bf16_rounding():
+    """Under bf16 (engine.train.loop's autocast) the projections run in bfloat16 and the convolution and attention take
+    float32 paths of their own (a boolean mask where fp32 adds -1e4): the same network, so logits and gradients
+    agree with the fp32 step's to bfloat16's rounding, and a batch with whole windows of padding stays finite."""
+    torch.manual_seed(6)
+    net = ClefNet(300, 4, len(FEATURES), d=32, window=16, ffn=64).train()
+    ids = torch.randint(4, 300, (3, 64))
+    ids[1, 40:] = 0  # a window half filled, then one of padding
+    ids[2, 10:] = 0
+
+    def step(bf16: bool):
+        net.zero_grad()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            labels, feats = net.logits(ids)
+        labels, feats = labels.float(), feats.float()
+        (labels.logsumexp(-1).sum() + 0.5 * feats.sum()).backward()
+        return labels.detach(), torch.cat([p.grad.flatten() for p in net.parameters()])
+
+    (l32, g32), (l16, g16) = step(False), step(True)
+    assert torch.isfinite(l16).all() and torch.isfinite(g16).all()
+    assert not torch.equal(l32, l16)  # bf16 products did run
+    torch.testing.assert_close(l16, l32, rtol=0.05, atol=0.05)
+    assert torch.nn.functional.cosine_similarity(g16, g32, dim=0) > 0.99
+
+
+def test_a_bf16_rerun_gives_the_same_weights_and_other_ones_than_fp32():
+    """bf16 steps are as reproducible as fp32 ones on one machine, and make a network of their own."""
+    a, b, c = tiny_run(1, precision="bf16"), tiny_run(1, precision="bf16"), tiny_run(1)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert not all(torch.equal(a[k], c[k]) for k in a)
+
+
+def test_auto_precision_is_bf16_only_where_bf16_products_are_fast(monkeypatch):
+    from engine.train import loop
+    from engine.train.__main__ import parse_args
+
+    monkeypatch.setattr(loop.torch.cpu, "_is_avx512_bf16_supported", lambda: False)
+    monkeypatch.setattr(loop.torch.cpu, "_is_amx_tile_supported", lambda: False)
+    assert loop.resolve_precision("auto") == "fp32"  # an AVX2 CPU: PyTorch would emulate bf16 products
+    assert parse_args([]).precision == "fp32"
+    monkeypatch.setattr(loop.torch.cpu, "_is_avx512_bf16_supported", lambda: True)
+    assert loop.resolve_precision("auto") == "bf16"
+    assert parse_args([]).precision == "bf16" and parse_args(["--precision", "fp32"]).precision == "fp32"
+    with pytest.raises(ValueError, match="precision"):
+        loop.resolve_precision("fp16")
+    with pytest.raises(SystemExit):
+        parse_args(["--precision", "fp16"])
+    with pytest.raises(ValueError, match="precision"):
+        tiny_run(1, precision="fp8")
+
+
 @pytest.mark.parametrize(
     "module, argv",
     [("ensemble", ["--member", "a", "--member", "b", "--out", "o"]),
