@@ -16,6 +16,11 @@ time per shape and the ratio to the native set, and writes train_step.json and t
 freed memory, as `python -m engine.train --networks 2` trains its networks: its step time is each process's, and
 the summary's `throughput_vs_` figure counts the steps both make, against the first set's one process.
 
+`bf16` and `bf16-x2` are `native` and `native-x2` with the step's matrix products in bfloat16, as
+`python -m engine.train --precision bf16` (and `auto` on a CPU with AVX512-BF16 or AMX) trains: `--isa
+native,bf16,native-x2,bf16-x2` compares the two precisions. On a CPU without bf16 dot products PyTorch emulates
+them and the bf16 sets are the slowest.
+
 What it cannot tell: the clock and core of another machine. The int8 serving path (ONNX Runtime's MLAS) picks
 its kernels from the CPU itself and has no such switch, so serving speed on AVX2 is not measured here.
 """
@@ -42,16 +47,20 @@ ISA_ENV = {
     "native": {},
     "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
     "native-x2": dict(WORKER_ENV),  # with two processes at once (PROCESSES), as training starts them
+    "bf16": {},  # the native set with bf16 matrix products (PRECISION: `python -m engine.train --precision bf16`)
+    "bf16-x2": dict(WORKER_ENV),
 }
-PROCESSES = {"native-x2": 2}  # sets timed as several processes at once; the others run alone
+PROCESSES = {"native-x2": 2, "bf16-x2": 2}  # sets timed as several processes at once; the others run alone
+PRECISION = {"bf16": "bf16", "bf16-x2": "bf16"}  # the training steps' precision per set (fp32 where not named)
 
 
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def measure(shapes: list[tuple[int, int]], repeats: int, threads: int) -> dict:
-    """In this process: median seconds per training step for each shape, and the capability PyTorch runs with."""
+def measure(shapes: list[tuple[int, int]], repeats: int, threads: int, precision: str = "fp32") -> dict:
+    """In this process: median seconds per training step for each shape (`precision`: the matrix products', as
+    engine.train.loop runs them), and the capability PyTorch runs with."""
     import torch
     import torch.nn.functional as F
 
@@ -71,7 +80,9 @@ def measure(shapes: list[tuple[int, int]], repeats: int, threads: int) -> dict:
         yf = torch.randint(0, 2, (batch, len(FEATURES))).float()
 
         def step() -> None:
-            labels, features = net.logits(ids)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
+                labels, features = net.logits(ids)
+            labels, features = labels.float(), features.float()
             loss = F.cross_entropy(labels, y) + F.binary_cross_entropy_with_logits(features, yf)
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -97,7 +108,8 @@ def run_isa(isa: str, shapes: list[tuple[int, int]], repeats: int, threads: int)
     """One turn of a set: its processes started at once; each shape's step time is their mean."""
     env = {**os.environ, **ISA_ENV[isa]}
     arg = ",".join(f"{b}x{n}" for b, n in shapes)
-    cmd = [sys.executable, __file__, "--child", arg, "--repeats", str(repeats), "--threads", str(threads)]
+    cmd = [sys.executable, __file__, "--child", arg, "--repeats", str(repeats), "--threads", str(threads),
+           "--precision", PRECISION.get(isa, "fp32")]
     procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(PROCESSES.get(isa, 1))]
     outs = []
     for proc in procs:
@@ -159,9 +171,10 @@ def main(argv=None) -> int:
     ap.add_argument("--shapes", default=",".join(f"{b}x{n}" for b, n in SHAPES))
     ap.add_argument("--out", default="bench/results/train-step")
     ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--precision", default="fp32", help=argparse.SUPPRESS)  # a child's (PRECISION)
     args = ap.parse_args(argv)
     if args.child:
-        print(json.dumps(measure(parse_shapes(args.child), args.repeats, args.threads)))
+        print(json.dumps(measure(parse_shapes(args.child), args.repeats, args.threads, args.precision)))
         return 0
     sets = [s.strip() for s in args.isa.split(",") if s.strip()]
     unknown = [s for s in sets if s not in ISA_ENV]

@@ -26,21 +26,23 @@ def tiny_data(n: int = 48) -> Encoded:
     return Encoded(ids, labels, features, [f"g{i}" for i in range(n)])
 
 
-def member(seed: int) -> Member:
-    return Member(net=SHAPE, draw_seed=seed, config=TrainConfig(epochs=1, seed=seed, tokens_per_batch=256, warmup_steps=2))
+def member(seed: int, precision: str = "fp32") -> Member:
+    cfg = TrainConfig(epochs=1, seed=seed, tokens_per_batch=256, warmup_steps=2, precision=precision)
+    return Member(net=SHAPE, draw_seed=seed, config=cfg)
 
 
 @pytest.mark.slow
-def test_networks_trained_together_equal_those_trained_in_turn(tmp_path):
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_networks_trained_together_equal_those_trained_in_turn(tmp_path, precision):
     data = tiny_data()
-    members = [member(1), member(2)]
+    members = [member(1, precision), member(2, precision)]
     together = train_together(members, data, threads=1, scratch=tmp_path)
     assert list(tmp_path.iterdir()) == []  # the workers' ids file is gone
     for m, (net, run) in zip(members, together):
         alone = build(m)
         torch.set_num_threads(1)
         want = train(alone, data, m.config)
-        assert run["steps"] == want["steps"] > 0
+        assert run["steps"] == want["steps"] > 0 and run.get("precision", "fp32") == precision
         for (name, a), b in zip(net.state_dict().items(), alone.state_dict().values()):
             assert torch.equal(a, b), name
         assert not net.training  # returned ready to export

@@ -44,6 +44,15 @@ def test_each_set_runs_in_its_own_process_with_pytorch_held_to_it(tmp_path, caps
     assert "vs native" in out and "avx2" in out
 
 
+def test_the_bf16_sets_time_bf16_steps_of_the_same_shapes(tmp_path):
+    pytest.importorskip("torch")
+    assert bench.main(["--isa", "native,bf16", "--turns", "1", "--repeats", "1", "--shapes", "4x64", "--out", str(tmp_path)]) == 0
+    result = json.loads((tmp_path / "train_step.json").read_text())
+    assert set(result["summary"]) == {"native", "bf16"} and result["summary"]["bf16"]["processes"] == 1
+    assert result["summary"]["bf16"]["seconds"]["4x64"] > 0
+    assert bench.PRECISION["bf16"] == bench.PRECISION["bf16-x2"] == "bf16" and "native" not in bench.PRECISION
+
+
 def test_an_unknown_set_is_refused_by_name(capsys):
     with pytest.raises(SystemExit) as e:
         bench.main(["--isa", "native,sse9"])
