@@ -9,6 +9,9 @@ at (0.1 % of benign requests): in each batch, every attack is paired with the be
 there (the top `tail_share` of the batch's benign ones), and each pair costs softplus(benign score - attack score),
 on the block log-odds. Cross-entropy weighs every benign request alike; the threshold is set by the few that score
 highest, and this term works on those and on the attacks that score under them (a partial-AUC surrogate).
+With `precision` "bf16" (`python -m engine.train --precision`, `auto` on a CPU with bf16 dot products) the forward
+pass runs under autocast: the matrix products in bfloat16 with float32 sums, the loss, the optimiser and the weights
+in float32 (engine/train/net.py gives the convolution and the attention paths of their own for it).
 The step count is fixed by the epochs, not by the clock, so a rerun with the same seed and corpus gives the
 same weights (on the same machine and thread count). `max_seconds` (fine-tuning's `--minutes`) can stop a run
 earlier; the result then says how many steps it made.

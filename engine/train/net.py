@@ -46,7 +46,7 @@ class FeedForward(nn.Module):
 
 def bf16_training() -> bool:
     """Whether this training step runs its matrix products in bfloat16 (engine.train.loop's `bf16` precision: autocast
-    on the CPU or GPU). The convolution and the attention then take their float32 paths below, written for it."""
+    on the CPU or GPU). The convolution and the attention then take paths of their own below, written for it."""
     return torch.is_autocast_enabled("cpu") or (torch.cuda.is_available() and torch.is_autocast_enabled("cuda"))
 
 

@@ -539,9 +539,9 @@ def test_the_bf16_steps_convolution_is_conv1d_s_in_value_and_every_gradient():
 
 
 def test_a_bf16_step_computes_the_fp32_step_s_function_to_bf16_rounding():
-    """Under bf16 (engine.train.loop's autocast) the projections run in bfloat16 and the convolution and attention take
-    float32 paths of their own (a boolean mask where fp32 adds -1e4): the same network, so logits and gradients
-    agree with the fp32 step's to bfloat16's rounding, and a batch with whole windows of padding stays finite."""
+    """Under bf16 (engine.train.loop's autocast) the products run in bfloat16, the convolution in float32 with a backward
+    of its own and the attention written out (bf16 products, float32 softmax): the same network, so logits and
+    gradients agree with the fp32 step's to bfloat16's rounding, and a batch with whole windows of padding stays finite."""
     torch.manual_seed(6)
     net = ClefNet(300, 4, len(FEATURES), d=32, window=16, ffn=64).train()
     ids = torch.randint(4, 300, (3, 64))
