@@ -13,7 +13,7 @@ fresh process, the sets in turns so that load on a shared machine falls on all o
 time per shape and the ratio to the native set, and writes train_step.json and train_step.png under --out.
 
 `native-x2` runs two such processes at once, their OpenMP threads waiting passively and their allocator keeping
-freed memory, as `python -m engine.train --networks 2` trains its networks: its step time is each process's, and
+freed memory, as `python -m engine.train --networks 2` trains its networks (three on two cores share them likewise): its step time is each process's, and
 the summary's `throughput_vs_` figure counts the steps both make, against the first set's one process.
 
 `bf16` and `bf16-x2` are `native` and `native-x2` with the step's matrix products in bfloat16, as

@@ -7,9 +7,10 @@
     → evaluation on corpus/test.jsonl and corpus/evasion.jsonl (never trained on), written to bundle.json
     → weights.pt: the PyTorch weights, so `clef-gateway train --from-bundle` can fine-tune the bundle
 
-`--networks 2` trains two networks at the same time, each in its own process (the second as `--init-seed 2` would;
-`--one-at-a-time` trains the same weights one after the other), on one tokenizer, encoding and dev split, and
-packages them averaged in one graph: the default bundle's recipe in one command.
+`--networks 3` trains three networks at the same time, each in its own process (the others as `--init-seed 2` and
+`3` would; `--one-at-a-time` trains the same weights one after the other), on one tokenizer, encoding and dev split,
+and packages them averaged in one graph, served as a cascade: the default bundle's recipe in one command
+(`--precision auto`: bf16 matrix products where the CPU has bf16 dot products, which is what fits it in the hour).
 `--calibration FILE` sets the block threshold on more benign requests than the dev split's, held out of the run
 the same way (engine/train/calibration.py makes them from other builds of the corpus).
 `--install` copies the result over the packaged default bundle (engine/bundles/default).
