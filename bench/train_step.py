@@ -65,6 +65,7 @@ def measure(shapes: list[tuple[int, int]], repeats: int, threads: int, precision
     import torch.nn.functional as F
 
     from engine.labels import FEATURES
+    from engine.train.loop import step_logits
     from engine.train.net import ClefNet
     from engine.verdict import LABELS
 
@@ -80,9 +81,7 @@ def measure(shapes: list[tuple[int, int]], repeats: int, threads: int, precision
         yf = torch.randint(0, 2, (batch, len(FEATURES))).float()
 
         def step() -> None:
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
-                labels, features = net.logits(ids)
-            labels, features = labels.float(), features.float()
+            labels, features = step_logits(net, ids, precision)
             loss = F.cross_entropy(labels, y) + F.binary_cross_entropy_with_logits(features, yf)
             opt.zero_grad(set_to_none=True)
             loss.backward()

@@ -63,6 +63,13 @@ def bf16_is_fast(device: str = "cpu") -> bool:
     return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
 
 
+def step_logits(net, ids: torch.Tensor, precision: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """A training step's forward pass at `precision` (bf16: under autocast), its logits in float32 for the loss."""
+    with torch.autocast(ids.device.type, dtype=torch.bfloat16, enabled=precision == "bf16"):
+        label_logits, feature_logits = net.logits(ids)
+    return label_logits.float(), feature_logits.float()
+
+
 def resolve_precision(precision: str, device: str = "cpu") -> str:
     """`auto` → bf16 where bf16_is_fast, fp32 elsewhere; `fp32` and `bf16` as they are."""
     if precision == "auto":
@@ -155,13 +162,11 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig, log=progress, averages:
     label_weight = torch.ones(len(LABELS))
     label_weight[[i for i in range(len(LABELS)) if i != block]] = cfg.benign_weight
     label_weight = label_weight.to(device)
-    if cfg.precision not in PRECISIONS:
-        raise ValueError(f"precision must be {' or '.join(PRECISIONS)}, not {cfg.precision!r}")
-    bf16 = cfg.precision == "bf16"
+    precision = resolve_precision(cfg.precision, device.type)  # refuses a precision it does not know
     net.train()
     step, seen, t0, last = 0, 0, time.time(), 0.0
     running = {"loss": 0.0, "acc": 0.0, "n": 0}
-    log(f"training: {len(data.ids):,} sequences, {per_epoch:,} batches per epoch, {total:,} steps, {cfg.precision} matrix products")
+    log(f"training: {len(data.ids):,} sequences, {per_epoch:,} batches per epoch, {total:,} steps, {precision} matrix products")
     while step < total:
         for idx in batches(lengths, cfg.tokens_per_batch, net.window, rng):
             if step >= total or (cfg.max_seconds is not None and time.time() - t0 >= cfg.max_seconds):
@@ -173,9 +178,7 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig, log=progress, averages:
             yf = torch.from_numpy(data.features[idx]).to(device)
             for g in opt.param_groups:
                 g["lr"] = lr_at(step)
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                label_logits, feature_logits = net.logits(ids)
-            label_logits, feature_logits = label_logits.float(), feature_logits.float()  # the loss in float32
+            label_logits, feature_logits = step_logits(net, ids, precision)
             loss = F.cross_entropy(label_logits, target, weight=label_weight)
             loss = loss + cfg.feature_weight * F.binary_cross_entropy_with_logits(feature_logits, yf)
             if cfg.tail_weight > 0:
@@ -203,7 +206,7 @@ def train(net: ClefNet, data: Encoded, cfg: TrainConfig, log=progress, averages:
                 last = now
     net.eval()
     run = {"steps": step, "sequences": seen, "seconds": round(time.time() - t0, 1), "epochs": cfg.epochs}
-    return {**run, "precision": cfg.precision} if bf16 else run  # fp32 runs record what they always recorded
+    return {**run, "precision": precision} if precision != "fp32" else run  # fp32 runs record what they always recorded
 
 
 @torch.no_grad()
