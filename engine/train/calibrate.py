@@ -12,6 +12,7 @@ them (Model.run_settled), and the threshold is set again on the settled scores.
 from __future__ import annotations
 
 import functools
+from collections import Counter
 import math
 import random
 import shutil
@@ -169,6 +170,25 @@ def block_threshold(probs: np.ndarray, labels: np.ndarray, target_fpr: float, ru
     return float(min(CEILING, max(0.5, threshold_allowing(benign, int(np.floor(target_fpr * n_benign))))))
 
 
+def threshold_basis(probs: np.ndarray, labels: np.ndarray, groups: Sequence[str], target_fpr: float,
+                    ruled: np.ndarray | None = None) -> dict:
+    """Which dev families the block threshold rests on: the benign requests that `block_threshold` weighs (those
+    the rules let through) with the budget's highest scores plus the one that sets the cut, and how many of them
+    the largest group holds. When one family holds most of them, a retrain's threshold lands wherever that family's
+    scores do: 0.24.1, a second draw of 0.24.0's recipe, scored one OAuth family above 0.997 and set 0.9974
+    where 0.24.0 set 0.9297 (bench/RESULTS.md, "A second draw of the three-network bf16 recipe")."""
+    benign_mask = labels != BLOCK
+    allowed = int(np.floor(target_fpr * int(benign_mask.sum())))
+    if ruled is not None:
+        benign_mask = benign_mask & ~ruled
+    idx = np.flatnonzero(benign_mask)
+    top = idx[np.argsort(-probs[idx, BLOCK], kind="stable")[: allowed + 1]]
+    counts = Counter(groups[i] for i in top)
+    group, n = counts.most_common(1)[0] if counts else ("", 0)
+    return {"benign_top": len(top), "groups": len(counts), "largest_group": group, "largest_group_requests": n,
+            "one_family": bool(group) and len(top) > 1 and 2 * n > len(top)}  # fmt: skip
+
+
 def alone_scorer(path: Path, data: Encoded, window: int) -> Callable[[int], np.ndarray]:
     """Row i's label scores with the request run alone in the int8 model at `path`, as the gateway settles it."""
     sess = open_session(str(path), threads=1)
@@ -229,12 +249,17 @@ def set_threshold(model: Path, window: int, dev: Encoded, dev_probs: np.ndarray,
         data, probs, ruled = joined(dev, extra.data), np.concatenate([dev_probs, extra_probs]), np.concatenate([dev_ruled, extra.ruled])
     alone = alone_scorer(model, data, window)
     threshold, settled = settled_threshold(probs, data.labels, target_fpr, ruled, alone, log)
+    basis = threshold_basis(settled, data.labels, data.groups, target_fpr, ruled)
+    if basis["one_family"]:
+        log(f"  the threshold rests on one family: {basis['largest_group']} holds {basis['largest_group_requests']} of the "
+            f"{basis['benign_top']} highest-scoring benign requests it is set on, so a retrain may set it elsewhere "
+            "(--block-threshold holds one number; more benign families in the dev split spread it)")  # fmt: skip
     held = {}
     if fixed is not None:
         held = {"fixed": {"block": fixed, "calibrated": stored(threshold), "target_fpr": target_fpr}}
         settled, _ = settle(settled, fixed, alone)  # the rows near the number, as the gateway scores them
         threshold = fixed
-    union = {**figures(settled[: len(dev.ids)], dev.labels, threshold, dev_ruled), "rules": rules_id()}
+    union = {**figures(settled[: len(dev.ids)], dev.labels, threshold, dev_ruled), "rules": rules_id(), "threshold_basis": basis}
     if held:
         log(f"  block threshold fixed at {fixed} (calibrated to {100 * target_fpr:g} % it would be "
             f"{held['fixed']['calibrated']:.4f}); dev with the rules there: TPR {union['tpr']:.4f} FPR {union['fpr']:.4f}")  # fmt: skip

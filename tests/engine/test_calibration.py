@@ -136,7 +136,9 @@ def test_a_fixed_threshold_is_kept_with_the_dev_figures_at_it_and_the_quantile_b
     assert threshold == 0.75
     assert record == {"fixed": {"block": 0.75, "calibrated": calibrate.stored(quantile), "target_fpr": 0.001}}
     # the dev figures are the number's: every attack (0.8) blocked, the benign requests from 0.75 up (150 of 900) too
-    assert union == {**calibrate.figures(probs, labels, 0.75, ruled), "rules": calibrate.rules_id()}
+    basis = calibrate.threshold_basis(probs, labels, dev.groups, 0.001, ruled)  # on the quantile's requests, not the number's
+    assert union == {**calibrate.figures(probs, labels, 0.75, ruled), "rules": calibrate.rules_id(), "threshold_basis": basis}
+    assert basis == {"benign_top": 1, "groups": 1, "largest_group": "", "largest_group_requests": 1, "one_family": False}
     assert union["tpr"] == 1.0 and abs(union["fpr"] - 150 / 900) < 0.002
     assert any(abs(scores[i] - 0.75) < 0.01 for i in alone)  # the rows near the number were scored alone
     assert "fixed at 0.75" in said[-1]
@@ -213,6 +215,8 @@ def test_training_and_recalibrating_set_the_same_threshold_on_the_calibration_re
                                                                   "rules": rules_id()}  # fmt: skip
     assert recal.manifest["trained_on"] == plain.manifest["trained_on"] and "test" in recal.manifest["eval"]
     assert plain.manifest["dev_with_rules"]["rules"] == rules_id() == RuleEngine.load().model
+    basis = plain.manifest["dev_with_rules"]["threshold_basis"]  # which dev families the threshold rests on
+    assert 1 <= basis["largest_group_requests"] <= basis["benign_top"] and 1 <= basis["groups"] <= basis["benign_top"]
 
     # without --calibration: the threshold the run set on its dev split beside the same rules (after a rules change,
     # the one it would set beside the new ones)
@@ -285,7 +289,9 @@ def test_the_threshold_reads_the_calibration_requests_beside_the_dev_split(monke
     # 2,000 benign requests allow 2 model blocks: the third-highest score the rules let through (0.95) must pass
     assert 0.95 < threshold < 0.951
     assert union == {**calibrate.figures(dev_probs, dev.labels, threshold, np.zeros(700, dtype=bool)),  # dev rows only
-                     "rules": calibrate.rules_id()}
+                     "rules": calibrate.rules_id(), "threshold_basis": union["threshold_basis"]}
+    assert union["threshold_basis"]["benign_top"] == 3  # 0.1 % of all 2,000 benign requests, and the one at the cut
+    assert union["threshold_basis"]["one_family"] is False  # unnamed groups are no family
     assert union["tpr"] == 1.0 and union["fpr"] == 0.0
     assert record == {"benign_requests": 2000, "dev_benign": 600,
                       "extra": {"requests": 1400, "sha256": "s", "builds": [2], "blocked_by_rules": 20, "blocked_by_model_only": 0}}  # fmt: skip

@@ -465,6 +465,29 @@ def test_the_threshold_may_pass_0_99_up_to_the_ceiling():
     assert t == CEILING and at_ceiling(t) and "the ceiling" in said  # the run's log says the threshold is a cap
 
 
+def test_the_run_names_the_family_the_threshold_rests_on():
+    """0.24.1's dev split: one OAuth family held 18 of the 20 highest benign scores and set the threshold at 0.9974
+    where the same recipe's 0.24.0 set 0.9297. threshold_basis reads the requests the threshold is set on (the
+    budget's and the one at the cut, among those the rules let through) and says when one family holds most."""
+    from engine.train.calibrate import BLOCK, threshold_basis
+
+    def rows(ps: list[float]) -> np.ndarray:
+        return np.array([[p, (1 - p) / 3, (1 - p) / 3, (1 - p) / 3] for p in ps], dtype=np.float32)
+
+    labels = np.array([2] * 1000 + [BLOCK])  # 0.2 % of 1,000 benign: 2 may be blocked, the 3rd sets the cut
+    scores = [0.1] * 994 + [0.998, 0.997, 0.996, 0.6, 0.5, 0.4] + [0.9999]
+    groups = [f"g{i}" for i in range(994)] + ["oauth"] * 3 + ["a", "b", "c"] + ["attack"]
+    basis = threshold_basis(rows(scores), labels, groups, 0.002)
+    assert basis == {"benign_top": 3, "groups": 1, "largest_group": "oauth", "largest_group_requests": 3, "one_family": True}
+    spread = groups[:994] + ["oauth", "x", "y"] + groups[997:]
+    assert threshold_basis(rows(scores), labels, spread, 0.002)["one_family"] is False
+    # the rules block two of the family: the threshold is set on what they let through (the attack is never counted)
+    ruled = np.zeros(len(labels), dtype=bool)
+    ruled[[994, 995]] = True
+    basis = threshold_basis(rows(scores), labels, groups, 0.002, ruled)
+    assert basis["benign_top"] == 3 and basis["largest_group_requests"] == 1 and basis["one_family"] is False
+
+
 def test_the_stored_threshold_is_rounded_up():
     """bundle.json keeps six decimals; rounding to nearest could put the threshold under the benign score it was set
     just above, and the gateway would block that request."""
