@@ -12,12 +12,12 @@ them (Model.run_settled), and the threshold is set again on the settled scores.
 from __future__ import annotations
 
 import functools
-from collections import Counter
 import math
 import random
 import shutil
 import tempfile
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
