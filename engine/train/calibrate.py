@@ -160,14 +160,20 @@ def block_threshold(probs: np.ndarray, labels: np.ndarray, target_fpr: float, ru
     """The lowest block threshold in [0.5, CEILING] at which the model blocks at most `target_fpr` of the benign
     requests. With `ruled` (benign requests the rules block anyway), the model's budget is the target on top of
     the rules' own false positives: only the benign requests the rules let through count against it."""
+    idx, allowed = weighed(labels, target_fpr, ruled)
+    if len(idx) == 0:
+        return 0.5
+    return float(min(CEILING, max(0.5, threshold_allowing(probs[idx, BLOCK].astype(np.float32), allowed))))
+
+
+def weighed(labels: np.ndarray, target_fpr: float, ruled: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+    """(rows, allowed): the benign requests the block threshold is set on (those the rules let through, when
+    `ruled` is given), and how many of them the model may block: `target_fpr` of all the benign requests."""
     benign_mask = labels != BLOCK
-    n_benign = int(benign_mask.sum())
+    allowed = int(np.floor(target_fpr * int(benign_mask.sum())))
     if ruled is not None:
         benign_mask &= ~ruled
-    benign = probs[benign_mask, BLOCK].astype(np.float32)
-    if len(benign) == 0:
-        return 0.5
-    return float(min(CEILING, max(0.5, threshold_allowing(benign, int(np.floor(target_fpr * n_benign))))))
+    return np.flatnonzero(benign_mask), allowed
 
 
 def threshold_basis(probs: np.ndarray, labels: np.ndarray, groups: Sequence[str], target_fpr: float,
@@ -177,11 +183,7 @@ def threshold_basis(probs: np.ndarray, labels: np.ndarray, groups: Sequence[str]
     the largest group holds. When one family holds most of them, a retrain's threshold lands wherever that family's
     scores do: 0.24.1, a second draw of 0.24.0's recipe, scored one OAuth family above 0.997 and set 0.9974
     where 0.24.0 set 0.9297 (bench/RESULTS.md, "A second draw of the three-network bf16 recipe")."""
-    benign_mask = labels != BLOCK
-    allowed = int(np.floor(target_fpr * int(benign_mask.sum())))
-    if ruled is not None:
-        benign_mask = benign_mask & ~ruled
-    idx = np.flatnonzero(benign_mask)
+    idx, allowed = weighed(labels, target_fpr, ruled)
     top = idx[np.argsort(-probs[idx, BLOCK], kind="stable")[: allowed + 1]]
     counts = Counter(groups[i] for i in top)
     group, n = counts.most_common(1)[0] if counts else ("", 0)

@@ -55,8 +55,9 @@ class DepthwiseConv(torch.autograd.Function):
     float32, run as the export runs it (a 1 x k conv2d over [b, d, 1, L] in x's own channels-last order, no copies)
     with a backward of its own: the input gradient is the same convolution with the kernel flipped, the weight
     gradient k sums of products of the gradient and x shifted. oneDNN's own backward of the depthwise conv2d took
-    10.7 ms of a float32 step of about 180 ms at 96 x 256 tokens; steps with this one ran about 3 % faster than with
-    that conv2d (one-off interleaved measures: bench/RESULTS.md, "The packaged default since 2026-12-07 (evening)").
+    10.7 ms of a float32 step at 96 x 256 tokens (the profile in bench/RESULTS.md, "The packaged default since
+    2026-12-07 (evening)"); steps with this one ran about 3 % faster than with that conv2d in one-off interleaved
+    measures that RESULTS does not record.
     For bf16 training steps only: it sums in another order than Conv1d, so the fp32 recipe keeps Conv1d."""
 
     @staticmethod

@@ -289,9 +289,10 @@ def test_the_threshold_reads_the_calibration_requests_beside_the_dev_split(monke
     # 2,000 benign requests allow 2 model blocks: the third-highest score the rules let through (0.95) must pass
     assert 0.95 < threshold < 0.951
     assert union == {**calibrate.figures(dev_probs, dev.labels, threshold, np.zeros(700, dtype=bool)),  # dev rows only
-                     "rules": calibrate.rules_id(), "threshold_basis": union["threshold_basis"]}
-    assert union["threshold_basis"]["benign_top"] == 3  # 0.1 % of all 2,000 benign requests, and the one at the cut
-    assert union["threshold_basis"]["one_family"] is False  # unnamed groups are no family
+                     "rules": calibrate.rules_id(),
+                     # 0.1 % of all 2,000 benign requests and the one at the cut; unnamed groups are no family
+                     "threshold_basis": {"benign_top": 3, "groups": 1, "largest_group": "", "largest_group_requests": 3,
+                                         "one_family": False}}  # fmt: skip
     assert union["tpr"] == 1.0 and union["fpr"] == 0.0
     assert record == {"benign_requests": 2000, "dev_benign": 600,
                       "extra": {"requests": 1400, "sha256": "s", "builds": [2], "blocked_by_rules": 20, "blocked_by_model_only": 0}}  # fmt: skip
